@@ -1,0 +1,1 @@
+"""The per-machine agent: registers slots, starts and kills trial processes, ships their logs."""

@@ -1,0 +1,115 @@
+"""One trial process on this machine: prepare its working directory, start it, stream its output, kill it."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from stalwart.context import safe_extract
+
+LAUNCHER = [sys.executable, "-m", "stalwart.harness.launch"]
+
+
+class TrialProcess:
+    def __init__(self, order: dict, root: pathlib.Path, agent_id: str, on_line, on_exit) -> None:
+        self.order = order
+        self.allocation_id = order["allocation_id"]
+        self.dir = root / self.allocation_id
+        self.workdir = self.dir / "workdir"
+        self.run_dir = self.dir / "run"
+        self.agent_id = agent_id
+        self._on_line = on_line
+        self._on_exit = on_exit
+        self.proc: subprocess.Popen | None = None
+        self.exit_code: int | None = None
+        self.killed = False
+        self._lock = threading.Lock()
+
+    def prepare(self, archive_b64: str) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        safe_extract(base64.b64decode(archive_b64), self.workdir)
+        info_file = self.run_dir / "info.json"
+        info_file.write_text(json.dumps(self.order["info"], indent=2))
+        os.chmod(info_file, 0o600)
+
+    def start(self) -> int | None:
+        """Start the launcher; None if a kill arrived first (the exit is reported then)."""
+        env = dict(os.environ)
+        for key in [k for k in env if k.startswith(("STALWART_", "DET_"))]:
+            if key != "STALWART_HOME":
+                env.pop(key)
+        env.update(self.order["env"])
+        env["STALWART_INFO_FILE"] = str(self.run_dir / "info.json")
+        env["DET_RUN_DIR"] = str(self.run_dir)
+        env["DET_WORKDIR"] = str(self.workdir)
+        env["PYTHONUNBUFFERED"] = "1"
+        with self._lock:
+            if self.killed:
+                self.exit_code = -9
+                self._on_exit(self)
+                return None
+            self.proc = subprocess.Popen(
+                LAUNCHER,
+                cwd=self.workdir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        readers = [
+            threading.Thread(target=self._pump, args=(self.proc.stdout, "stdout"), daemon=True),
+            threading.Thread(target=self._pump, args=(self.proc.stderr, "stderr"), daemon=True),
+        ]
+        for r in readers:
+            r.start()
+        threading.Thread(target=self._wait, args=(readers,), daemon=True).start()
+        return self.proc.pid
+
+    def _pump(self, stream, stdtype: str) -> None:
+        for raw in iter(stream.readline, b""):
+            line = raw.decode("utf-8", errors="replace").rstrip("\n")
+            rank = None
+            if line.startswith("[rank=") and "]" in line:
+                head, _, rest = line.partition("]")
+                try:
+                    rank = int(head[len("[rank="):])
+                    line = rest.lstrip(" ")
+                except ValueError:
+                    pass
+            self._on_line({
+                "allocation_id": self.allocation_id,
+                "trial_id": self.order.get("trial_id"),
+                "agent_id": self.agent_id,
+                "rank_id": rank,
+                "timestamp": time.time(),
+                "stdtype": stdtype,
+                "source": "task",
+                "log": line,
+            })
+        stream.close()
+
+    def _wait(self, readers) -> None:
+        assert self.proc is not None
+        self.exit_code = self.proc.wait()
+        for r in readers:
+            r.join(timeout=10)
+        self._on_exit(self)
+
+    def kill(self) -> None:
+        with self._lock:
+            self.killed = True
+            if self.proc is None or self.proc.poll() is not None:
+                return
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

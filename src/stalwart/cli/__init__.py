@@ -1,0 +1,1 @@
+"""The `stalwart` command line: det's nouns and verbs, tables for people, --json for scripts."""

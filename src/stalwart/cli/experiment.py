@@ -1,0 +1,216 @@
+"""`stalwart experiment|e ...`: create (with --follow), list, describe, pause/activate/cancel/kill, wait, trials, checkpoints."""
+
+from __future__ import annotations
+
+import base64
+import pathlib
+import sys
+import time
+
+import click
+import yaml
+
+from stalwart.api.errors import ConfigError, InvalidRequest, StalwartError
+from stalwart.api.states import ExperimentState
+from stalwart.cli import output
+from stalwart.cli.base import AliasedGroup, client_of, json_option
+from stalwart.cli.follow import follow_trial_logs, wait_for_first_trial
+from stalwart.config import apply_overrides
+from stalwart.context import pack_context
+
+TERMINAL = {s.value for s in ExperimentState if s.terminal}
+
+
+@click.group("experiment", cls=AliasedGroup, aliases={"ls": "list", "lt": "list-trials", "lc": "list-checkpoints",
+                                                       "unpause": "activate"})
+def experiment() -> None:
+    """Create and manage experiments."""
+
+
+def _read_config(path: str, overrides: tuple[str, ...]) -> str:
+    p = pathlib.Path(path)
+    if not p.is_file():
+        raise InvalidRequest(f"config file '{path}' does not exist (give the path to the experiment YAML)")
+    text = p.read_text()
+    if overrides:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{path}: malformed YAML: {err}") from None
+        text = yaml.safe_dump(apply_overrides(data, list(overrides)), sort_keys=False)
+    return text
+
+
+@experiment.command("create")
+@click.argument("config_file")
+@click.argument("context_dir")
+@click.option("-i", "--include", "includes", multiple=True, help="Extra directory added to the context.")
+@click.option("--config", "overrides", multiple=True, metavar="KEY=VAL", help="Override a config key (dotted path).")
+@click.option("-f", "--follow", "--follow-first-trial", "follow", is_flag=True, help="Stream the first trial's logs.")
+@click.option("--paused", is_flag=True, help="Create the experiment without starting it.")
+@json_option
+@click.pass_context
+def create(ctx, config_file, context_dir, includes, overrides, follow, paused, as_json) -> None:
+    """Create an experiment from CONFIG_FILE with the code in CONTEXT_DIR."""
+    if follow and paused:
+        raise InvalidRequest("--follow and --paused cannot be used together")
+    text = _read_config(config_file, overrides)
+    packed = pack_context(context_dir, includes)
+    for w in packed.warnings:
+        output.warn(w)
+    client = client_of(ctx)
+    reply = client.post("/experiments", {
+        "config": text,
+        "context": base64.b64encode(packed.data).decode(),
+        "activate": not paused,
+    })
+    for w in reply.get("warnings", []):
+        output.warn(w)
+    exp = reply["experiment"]
+    if as_json:
+        output.print_json(reply)
+    else:
+        output.console.print(f"Created experiment {exp['id']} ({exp['name']}), state {exp['state']}")
+    if follow:
+        sys.exit(_follow(client, exp["id"]))
+
+
+def _follow(client, exp_id: int) -> int:
+    trial_id = wait_for_first_trial(client, exp_id)
+    if trial_id is not None:
+        follow_trial_logs(client, trial_id)
+    while True:
+        d = client.get(f"/experiments/{exp_id}")
+        if d["experiment"]["state"] in TERMINAL:
+            break
+        time.sleep(0.5)
+    _print_outcome(d)
+    return 0 if d["experiment"]["state"] == "COMPLETED" else 1
+
+
+def _print_outcome(d: dict) -> None:
+    exp = d["experiment"]
+    output.console.print(f"Experiment {exp['id']} ended {exp['state']}.")
+    if exp.get("error_message"):
+        output.console.print(f"Reason: {exp['error_message']}")
+    for tr in d["trials"]:
+        val = tr.get("latest_validation")
+        if val:
+            output.console.print(f"Trial {tr['id']} final validation (steps {val['steps_completed']}): "
+                                 f"{output.short_metrics(val['metrics'], limit=20)}")
+
+
+@experiment.command("list")
+@click.option("--limit", default=200, show_default=True)
+@click.option("--offset", default=0)
+@json_option
+@click.pass_context
+def list_(ctx, limit, offset, as_json) -> None:
+    """List experiments, newest first."""
+    data = client_of(ctx).get("/experiments", limit=limit, offset=offset)
+    if as_json:
+        return output.print_json(data)
+    output.table(
+        ["ID", "Name", "State", "Progress", "Trials", "Searcher", "Labels", "Created"],
+        [(e["id"], e["name"], e["state"], f"{e['progress']:.0%}", e.get("num_trials"), e["searcher"],
+          ",".join(e["labels"]), output.when(e["created_at"])) for e in data["experiments"]],
+    )
+
+
+@experiment.command("describe")
+@click.argument("exp_id", type=int)
+@json_option
+@click.pass_context
+def describe(ctx, exp_id, as_json) -> None:
+    """Show an experiment, its trials and, if it failed, why."""
+    d = client_of(ctx).get(f"/experiments/{exp_id}")
+    if as_json:
+        return output.print_json(d)
+    e = d["experiment"]
+    output.table(["Field", "Value"], [
+        ("ID", e["id"]), ("Name", e["name"]), ("State", e["state"]), ("Progress", f"{e['progress']:.0%}"),
+        ("Searcher", f"{e['searcher']} (metric {e['metric']}, smaller is better: {e['smaller_is_better']})"),
+        ("Labels", ", ".join(e["labels"])), ("Description", e["description"]),
+        ("Created", output.when(e["created_at"])), ("Ended", output.when(e["ended_at"])),
+        ("Error", e["error_message"]),
+    ])
+    _trials_table(d["trials"])
+
+
+def _trials_table(trials: list[dict]) -> None:
+    output.table(
+        ["Trial", "State", "Steps", "Restarts", "Latest validation", "Hyperparameters", "Error"],
+        [(t["id"], t["state"], t.get("steps_completed"), t["restarts"],
+          output.short_metrics((t.get("latest_validation") or {}).get("metrics")),
+          output.short_metrics(t["hparams"]), t.get("error_message")) for t in trials],
+    )
+
+
+def _action(name: str, verb: str):
+    @experiment.command(name)
+    @click.argument("exp_id", type=int)
+    @click.pass_context
+    def cmd(ctx, exp_id) -> None:
+        e = client_of(ctx).post(f"/experiments/{exp_id}/{name}")["experiment"]
+        output.console.print(f"{verb} experiment {exp_id}; it is now {e['state']}")
+
+    cmd.__doc__ = f"{verb.capitalize()} an experiment."
+    return cmd
+
+
+for _name, _verb in (("pause", "paused"), ("activate", "activated"), ("cancel", "canceled"), ("kill", "killed")):
+    _action(_name, _verb)
+
+
+@experiment.command("wait")
+@click.argument("exp_id", type=int)
+@click.option("--polling-interval", default=5.0, show_default=True)
+@click.pass_context
+def wait(ctx, exp_id, polling_interval) -> None:
+    """Wait until the experiment ends; exit code 0 only if it COMPLETED."""
+    client = client_of(ctx)
+    while True:
+        d = client.get(f"/experiments/{exp_id}")
+        state = d["experiment"]["state"]
+        if state in TERMINAL:
+            break
+        time.sleep(polling_interval)
+    _print_outcome(d)
+    if state != "COMPLETED":
+        sys.exit(1)
+
+
+@experiment.command("list-trials")
+@click.argument("exp_id", type=int)
+@json_option
+@click.pass_context
+def list_trials(ctx, exp_id, as_json) -> None:
+    """List the trials of an experiment."""
+    data = client_of(ctx).get(f"/experiments/{exp_id}/trials")
+    if as_json:
+        return output.print_json(data)
+    _trials_table(data["trials"])
+
+
+@experiment.command("list-checkpoints")
+@click.argument("exp_id", type=int)
+@json_option
+@click.pass_context
+def list_checkpoints(ctx, exp_id, as_json) -> None:
+    """List the checkpoints of an experiment."""
+    data = client_of(ctx).get(f"/experiments/{exp_id}/checkpoints")
+    if as_json:
+        return output.print_json(data)
+    output.table(
+        ["UUID", "Trial", "Steps", "State", "Size", "Reported"],
+        [(c["uuid"], c["trial_id"], c["steps_completed"], c["state"], _size(c["resources"]),
+          output.when(c["report_time"])) for c in data["checkpoints"]],
+    )
+
+
+def _size(resources: dict) -> str:
+    total = sum(int(v) for v in resources.values())
+    return f"{total / 1024:.1f} KiB" if total < 1024 * 1024 else f"{total / 1024 / 1024:.1f} MiB"
+
+
+__all__ = ["experiment", "StalwartError"]

@@ -1,0 +1,56 @@
+"""Printing: Rich tables for people, JSON for scripts, and human-friendly times."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from typing import Any, Iterable
+
+from rich.console import Console
+from rich.text import Text
+from rich.table import Table
+
+# markup is off: names, labels and log lines are user text and must print as they are
+console = Console(highlight=False, soft_wrap=True, markup=False)
+err_console = Console(stderr=True, highlight=False, markup=False)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def when(ts: float | None) -> str:
+    if not ts:
+        return ""
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def table(columns: list[str], rows: Iterable[Iterable[Any]], title: str | None = None) -> None:
+    t = Table(title=title, show_lines=False, header_style="bold")
+    for c in columns:
+        t.add_column(c, overflow="fold")
+    for row in rows:
+        t.add_row(*["" if v is None else str(v) for v in row])
+    console.print(t)
+
+
+def short_metrics(metrics: dict | None, limit: int = 6) -> str:
+    if not metrics:
+        return ""
+    parts = []
+    for k, v in list(metrics.items())[:limit]:
+        if isinstance(v, float):
+            parts.append(f"{k}={v:.4g}")
+        elif isinstance(v, (int, str, bool)):
+            parts.append(f"{k}={v}")
+    return " ".join(parts)
+
+
+def info(msg: str) -> None:
+    """A note for people on stderr (plain text: brackets in it are not markup)."""
+    err_console.print(msg)
+
+
+def warn(msg: str) -> None:
+    err_console.print(Text("warning: ", style="yellow") + Text(msg))

@@ -1,0 +1,34 @@
+"""Which master a command talks to: -m, STALWART_MASTER, DET_MASTER, else the local cluster (started if needed)."""
+
+from __future__ import annotations
+
+import os
+
+from stalwart.cli import local_cluster
+from stalwart.cli.output import info
+from stalwart.client import Client, normalize_master_url
+
+
+def configured_master(flag: str | None) -> str | None:
+    for value in (flag, os.environ.get("STALWART_MASTER"), os.environ.get("DET_MASTER")):
+        if value:
+            return normalize_master_url(value)
+    return None
+
+
+def master_url(flag: str | None) -> str:
+    url = configured_master(flag)
+    if url:
+        return url
+    rec = local_cluster.running_local()
+    if rec:
+        return rec["url"]
+    info("No master configured (pass -m or set STALWART_MASTER); starting a local cluster "
+         f"in {local_cluster.homes.home()} ...")
+    rec = local_cluster.start()
+    info(f"Local cluster started: master at {rec['url']} (stop it with `stalwart down`).")
+    return rec["url"]
+
+
+def client(flag: str | None) -> Client:
+    return Client(master_url(flag))

@@ -1,0 +1,119 @@
+"""The `searcher` section: one table of fields per searcher name, plus cross-field rules."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from stalwart.config._schema import (
+    Field,
+    Problems,
+    boolean,
+    check_section,
+    choice,
+    integer,
+    list_of,
+    number,
+    string,
+    type_name,
+)
+from stalwart.config.hyperparameters import iter_leaves, leaf_type
+from stalwart.config.lengths import length_checker
+
+SEARCHER_NAMES = ("single", "random", "grid", "adaptive_asha", "async_halving", "custom")
+# Names Determined only parses; their extra fields are kept as given, unchecked.
+EOL_SEARCHER_NAMES = ("adaptive", "adaptive_simple", "sync_halving")
+# Names that produce an end-of-life warning when used.
+WARN_SEARCHER_NAMES = frozenset(EOL_SEARCHER_NAMES) | {"custom"}
+
+_COMMON: dict[str, Field] = {
+    "name": Field(string()),
+    "metric": Field(string(nonempty=True), required=True),
+    "smaller_is_better": Field(boolean(), default=True),
+    "source_trial_id": Field(integer(minimum=0)),
+    "source_checkpoint_uuid": Field(string(nonempty=True)),
+}
+_MAX_LENGTH = {"max_length": Field(length_checker(allow_bare_int=True))}
+_TIME = {"time_metric": Field(string(nonempty=True)), "max_time": Field(integer(minimum=1))}
+_MAX_TRIALS = {"max_trials": Field(integer(minimum=1), required=True)}
+_CONCURRENCY = {"max_concurrent_trials": Field(integer(minimum=0), default=16)}
+_HALVING = {
+    "divisor": Field(number(exclusive_min=1), default=4),
+    "stop_once": Field(boolean(), default=False),
+}
+
+_VARIANTS: dict[str, dict[str, Field]] = {
+    "single": {**_MAX_LENGTH, **_TIME},
+    "random": {**_MAX_TRIALS, **_CONCURRENCY, **_MAX_LENGTH},
+    "grid": {**_CONCURRENCY, **_MAX_LENGTH},
+    "adaptive_asha": {
+        **_MAX_TRIALS,
+        "mode": Field(choice("standard", "aggressive", "conservative"), default="standard"),
+        "max_rungs": Field(integer(minimum=1), default=5),
+        "bracket_rungs": Field(list_of(integer(minimum=1)), default=list),
+        **_HALVING,
+        **_CONCURRENCY,
+        **_TIME,
+        **_MAX_LENGTH,
+    },
+    "async_halving": {
+        "num_rungs": Field(integer(minimum=1), required=True),
+        **_MAX_TRIALS,
+        **_HALVING,
+        **_CONCURRENCY,
+        **_TIME,
+        **_MAX_LENGTH,
+    },
+    "custom": {"unit": Field(choice("batches", "records", "epochs"))},
+}
+
+# Searchers whose algorithm needs a length: time_metric + max_time, or the legacy max_length.
+_NEEDS_LENGTH = ("adaptive_asha", "async_halving")
+
+
+def check_searcher(value: Any, path: str, problems: Problems) -> dict:
+    """Validate the searcher; return it with every field of its variant present."""
+    if not isinstance(value, Mapping):
+        problems.add(path, f"expected a mapping, got {type_name(value)}")
+        return {}
+    name = value.get("name")
+    if name is None:
+        problems.add(f"{path}.name", "required")
+        return check_section(value, path, _COMMON, problems, strict=False)
+    if name in EOL_SEARCHER_NAMES:
+        return check_section(value, path, _COMMON, problems, strict=False)
+    if name not in _VARIANTS:
+        names = ", ".join(SEARCHER_NAMES + EOL_SEARCHER_NAMES)
+        problems.add(f"{path}.name", f"expected one of {names}, got {type_name(name)}")
+        return check_section(value, path, _COMMON, problems, strict=False)
+    searcher = check_section(value, path, {**_COMMON, **_VARIANTS[name]}, problems)
+    _check_cross_fields(searcher, path, problems)
+    return searcher
+
+
+def _check_cross_fields(searcher: dict, path: str, problems: Problems) -> None:
+    if searcher.get("source_trial_id") is not None and searcher.get("source_checkpoint_uuid"):
+        problems.add(path, "give at most one of source_trial_id and source_checkpoint_uuid")
+    has_metric = searcher.get("time_metric") is not None
+    has_time = searcher.get("max_time") is not None
+    if has_time and not has_metric:
+        problems.add(f"{path}.time_metric", "required when max_time is set")
+    if has_metric and not has_time:
+        problems.add(f"{path}.max_time", "required when time_metric is set")
+    name = searcher["name"]
+    if name in _NEEDS_LENGTH and not (has_metric or has_time or searcher.get("max_length")):
+        problems.add(path, f"{name} needs time_metric and max_time (or the legacy max_length)")
+
+
+def check_searcher_hparams(searcher: Mapping, hparams: Mapping, problems: Problems) -> None:
+    """Rules joining the searcher and the hyperparameters (single: all const; grid: counts)."""
+    name = searcher.get("name")
+    if name == "single":
+        for where, spec in iter_leaves(hparams):
+            kind = leaf_type(spec)
+            if kind in ("int", "double", "log", "categorical"):
+                problems.add(where, f"the single searcher needs a const value, got type '{kind}'")
+    elif name == "grid":
+        for where, spec in iter_leaves(hparams):
+            if leaf_type(spec) in ("int", "double", "log") and spec.get("count") is None:
+                problems.add(f"{where}.count", "required for the grid searcher")

@@ -1,0 +1,222 @@
+"""Smaller experiment sections: resources, bind mounts, optimizations, profiling, log policies..."""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from stalwart.config._schema import (
+    Checker,
+    Field,
+    Problems,
+    any_map,
+    boolean,
+    check_section,
+    choice,
+    integer,
+    is_int,
+    list_of,
+    number,
+    section,
+    string,
+    type_name,
+)
+from stalwart.config.storage import absolute_path
+
+MAX_SEED = 2**31 - 1
+
+# ---------------------------------------------------------------- resources
+
+_SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*([kmgtpe]i?b?)?\s*$", re.IGNORECASE)
+
+
+def _shm_size(value: Any, path: str, problems: Problems) -> Any:
+    if is_int(value) and value >= 0:
+        return value
+    if isinstance(value, str) and _SIZE.match(value):
+        return value
+    wanted = "a byte count or a size like '128M' or '1.5G'"
+    problems.add(path, f"expected {wanted}, got {type_name(value)}")
+    return value
+
+
+_DEVICE = {
+    "host_path": Field(string(nonempty=True), required=True),
+    "container_path": Field(string(nonempty=True), required=True),
+    "mode": Field(string(), default="mrw"),
+}
+
+RESOURCES_SPEC: dict[str, Field] = {
+    "slots_per_trial": Field(integer(minimum=0), default=1),
+    "max_slots": Field(integer(minimum=0)),
+    "weight": Field(number(minimum=0), default=1),
+    "priority": Field(integer(minimum=1, maximum=99)),
+    "resource_pool": Field(string(), default=""),
+    "shm_size": Field(_shm_size),
+    "devices": Field(list_of(section(_DEVICE)), default=list),
+    "is_single_node": Field(boolean()),
+    "agent_label": Field(string()),
+    "native_parallel": Field(boolean(), default=False),
+}
+
+
+def check_resources(value: Any, path: str, problems: Problems) -> dict:
+    if isinstance(value, Mapping) and "slots" in value:
+        problems.add(f"{path}.slots", "not allowed for experiments; use slots_per_trial")
+        value = {k: v for k, v in value.items() if k != "slots"}
+    return check_section(value, path, RESOURCES_SPEC, problems)
+
+
+# ---------------------------------------------------------------- bind mounts
+
+
+def _container_path(value: Any, path: str, problems: Problems) -> Any:
+    if not isinstance(value, str) or not value:
+        problems.add(path, f"expected a non-empty string, got {type_name(value)}")
+    elif value.rstrip("/") in (".", ""):
+        problems.add(path, f"must name a directory other than the working directory, got {value!r}")
+    return value
+
+
+BIND_MOUNT_SPEC: dict[str, Field] = {
+    "host_path": Field(absolute_path(), required=True),
+    "container_path": Field(_container_path, required=True),
+    "read_only": Field(boolean(), default=False),
+    "propagation": Field(string(), default="rprivate"),
+}
+
+# ---------------------------------------------------------------- deprecated tuning sections
+
+OPTIMIZATIONS_SPEC: dict[str, Field] = {
+    "aggregation_frequency": Field(integer(minimum=1), default=1),
+    "average_aggregated_gradients": Field(boolean(), default=True),
+    "average_training_metrics": Field(boolean(), default=True),
+    "gradient_compression": Field(boolean(), default=False),
+    "mixed_precision": Field(choice("O0", "O1", "O2", "O3"), default="O0"),
+    "tensor_fusion_threshold": Field(integer(minimum=1), default=64),
+    "tensor_fusion_cycle_time": Field(integer(minimum=1), default=1),
+    "auto_tune_tensor_fusion": Field(boolean(), default=False),
+    "grad_updates_size_file": Field(string()),
+}
+
+PROFILING_SPEC: dict[str, Field] = {
+    "enabled": Field(boolean(), default=False),
+    "begin_on_batch": Field(integer(minimum=0), default=0),
+    "end_after_batch": Field(integer(minimum=0)),
+    "sync_timings": Field(boolean(), default=True),
+}
+
+
+def check_profiling(value: Any, path: str, problems: Problems) -> dict:
+    profiling = check_section(value, path, PROFILING_SPEC, problems)
+    begin, end = profiling["begin_on_batch"], profiling["end_after_batch"]
+    if is_int(begin) and is_int(end) and end < begin:
+        problems.add(f"{path}.end_after_batch", f"must be >= begin_on_batch (got {end} < {begin})")
+    return profiling
+
+
+def new_experiment_seed() -> int:
+    return secrets.randbelow(MAX_SEED + 1)
+
+
+REPRODUCIBILITY_SPEC: dict[str, Field] = {
+    "experiment_seed": Field(integer(minimum=0, maximum=MAX_SEED), default=new_experiment_seed),
+}
+
+RETENTION_POLICY_SPEC: dict[str, Field] = {
+    "log_retention_days": Field(integer(minimum=-1, maximum=32767)),
+}
+
+# ---------------------------------------------------------------- log policies
+
+LOG_ACTIONS = ("exclude_node", "cancel_retries")
+
+# The master's built-in policies; they label matching log lines and take no action.
+DEFAULT_LOG_POLICIES = (
+    {"name": "CUDA OOM", "pattern": ".*CUDA out of memory.*", "action": None},
+    {"name": "ECC Error", "pattern": ".*uncorrectable ECC error encountered.*", "action": None},
+)
+
+
+def _log_action(value: Any, path: str, problems: Problems) -> Any:
+    """`exclude_node`/`cancel_retries`, or the legacy `{type: ...}` form (returned as a string)."""
+    if isinstance(value, Mapping) and set(value) <= {"type"}:
+        value = value.get("type")
+    if value not in LOG_ACTIONS:
+        problems.add(path, f"expected one of {', '.join(LOG_ACTIONS)}, got {type_name(value)}")
+    return value
+
+
+_LOG_POLICY = {
+    "name": Field(string(nonempty=True)),
+    "pattern": Field(string(nonempty=True)),
+    "action": Field(_log_action),
+    "signal": Field(string()),  # legacy (0.37) spelling of `name`
+}
+
+
+def _log_policy(value: Any, path: str, problems: Problems) -> Any:
+    policy = check_section(value, path, _LOG_POLICY, problems)
+    signal = policy.pop("signal", None)
+    if policy["name"] is None:
+        policy["name"] = signal
+    if isinstance(value, Mapping) and policy["name"] is None and policy["pattern"] is None:
+        problems.add(path, "a log policy needs a name or a pattern")
+    return policy
+
+
+def check_log_policies(value: Any, path: str, problems: Problems) -> list:
+    """User policies, merged by name over the built-in ones (the user's entry wins)."""
+    policies = list_of(_log_policy)(value, path, problems)
+    if not isinstance(policies, list):
+        return default_log_policies()
+    named = {p.get("name") for p in policies if isinstance(p, dict)}
+    kept = [p for p in default_log_policies() if p["name"] not in named]
+    return kept + policies
+
+
+def default_log_policies() -> list:
+    return [dict(p) for p in DEFAULT_LOG_POLICIES]
+
+
+# ---------------------------------------------------------------- cluster integrations
+
+INTEGRATIONS_SPEC: dict[str, Field] = {
+    "pachyderm": Field(any_map()),
+    "webhooks": Field(any_map()),
+}
+
+SECURITY_SPEC: dict[str, Field] = {
+    "kerberos": Field(section({"config_file": Field(string())})),
+}
+
+SLURM_SPEC: dict[str, Field] = {
+    "slots_per_node": Field(integer(minimum=1)),
+    "gpu_type": Field(string()),
+    "sbatch_args": Field(list_of(string()), default=list),
+}
+
+PBS_SPEC: dict[str, Field] = {
+    "slots_per_node": Field(integer(minimum=1)),
+    "pbsbatch_args": Field(list_of(string()), default=list),
+}
+
+
+def entrypoint_checker() -> Checker:
+    def check(value: Any, path: str, problems: Problems) -> Any:
+        if isinstance(value, str):
+            if not value.strip():
+                problems.add(path, "must not be empty")
+            return value
+        if isinstance(value, list) and value:
+            for i, part in enumerate(value):
+                if not isinstance(part, str):
+                    problems.add(f"{path}[{i}]", f"expected a string, got {type_name(part)}")
+            return value
+        wanted = "a command string or a non-empty list of strings"
+        problems.add(path, f"expected {wanted}, got {type_name(value)}")
+        return value
+
+    return check

@@ -1,0 +1,5 @@
+"""The master's database: tables, engine set-up, migrations and queries. Only the master imports it."""
+
+from stalwart.db.engine import Database, normalize_url
+
+__all__ = ["Database", "normalize_url"]

@@ -1,0 +1,64 @@
+"""Database engine set-up (SQLite in WAL mode, or PostgreSQL by URL) and schema migration at start."""
+
+from __future__ import annotations
+
+import pathlib
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+
+from stalwart.db import tables
+
+_MIGRATIONS = pathlib.Path(__file__).parent / "migrations"
+
+
+def normalize_url(url: str) -> str:
+    """Accept plain `postgresql://` URLs and pick the psycopg 3 driver for them."""
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://") :]
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://") :]
+    return url
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+class Database:
+    """Owns the engine; `migrate()` brings the schema to the newest Alembic revision."""
+
+    def __init__(self, url: str) -> None:
+        self.url = normalize_url(url)
+        self.is_sqlite = self.url.startswith("sqlite")
+        if self.is_sqlite:
+            path = self.url.split("///", 1)[-1]
+            if path and path != ":memory:":
+                pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self.engine = sa.create_engine(self.url, connect_args={"check_same_thread": False})
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+        else:
+            self.engine = sa.create_engine(self.url, pool_pre_ping=True, pool_size=10)
+        self.t = tables
+
+    def migrate(self) -> None:
+        cfg = Config()
+        cfg.set_main_option("script_location", str(_MIGRATIONS))
+        with self.engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+
+    def begin(self):
+        return self.engine.begin()
+
+    def connect(self):
+        return self.engine.connect()
+
+    def dispose(self) -> None:
+        self.engine.dispose()

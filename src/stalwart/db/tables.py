@@ -1,0 +1,142 @@
+"""Table definitions (SQLAlchemy Core). Change them only together with a new Alembic revision."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+JSONType = sa.JSON().with_variant(sa.dialects.postgresql.JSONB(), "postgresql")
+
+cluster_info = sa.Table(
+    "cluster_info",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+experiments = sa.Table(
+    "experiments",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(512), nullable=False),
+    sa.Column("description", sa.Text, nullable=True),
+    sa.Column("labels", JSONType, nullable=False),
+    sa.Column("owner", sa.String(128), nullable=False),
+    sa.Column("config", JSONType, nullable=False),
+    sa.Column("config_text", sa.Text, nullable=False),
+    sa.Column("state", sa.String(32), nullable=False, index=True),
+    sa.Column("archived", sa.Boolean, nullable=False, default=False),
+    sa.Column("progress", sa.Float, nullable=False, default=0.0),
+    sa.Column("searcher_state", JSONType, nullable=True),
+    sa.Column("error_message", sa.Text, nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("ended_at", sa.Float, nullable=True),
+)
+
+contexts = sa.Table(
+    "contexts",
+    metadata,
+    sa.Column("experiment_id", sa.Integer, sa.ForeignKey("experiments.id"), primary_key=True),
+    sa.Column("archive", sa.LargeBinary, nullable=False),
+)
+
+trials = sa.Table(
+    "trials",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("experiment_id", sa.Integer, sa.ForeignKey("experiments.id"), nullable=False, index=True),
+    sa.Column("request_id", sa.String(64), nullable=False),
+    sa.Column("hparams", JSONType, nullable=False),
+    sa.Column("seed", sa.BigInteger, nullable=False),
+    sa.Column("state", sa.String(32), nullable=False, index=True),
+    sa.Column("restarts", sa.Integer, nullable=False, default=0),
+    sa.Column("runs", sa.Integer, nullable=False, default=0),
+    sa.Column("target_length", sa.BigInteger, nullable=True),
+    sa.Column("stop_requested", sa.Boolean, nullable=False, default=False),
+    sa.Column("progress", sa.Float, nullable=False, default=0.0),
+    sa.Column("early_exit", sa.String(64), nullable=True),
+    sa.Column("error_message", sa.Text, nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("ended_at", sa.Float, nullable=True),
+    sa.UniqueConstraint("experiment_id", "request_id", name="uq_trials_request"),
+)
+
+agents = sa.Table(
+    "agents",
+    metadata,
+    sa.Column("id", sa.String(128), primary_key=True),
+    sa.Column("hostname", sa.String(256), nullable=False),
+    sa.Column("resource_pool", sa.String(128), nullable=False),
+    sa.Column("slots", sa.Integer, nullable=False),
+    sa.Column("slot_type", sa.String(16), nullable=False),
+    sa.Column("enabled", sa.Boolean, nullable=False, default=True),
+    sa.Column("connected", sa.Boolean, nullable=False, default=True),
+    sa.Column("registered_at", sa.Float, nullable=False),
+    sa.Column("last_seen", sa.Float, nullable=False),
+)
+
+allocations = sa.Table(
+    "allocations",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("trial_id", sa.Integer, sa.ForeignKey("trials.id"), nullable=True, index=True),
+    sa.Column("run_id", sa.Integer, nullable=False, default=0),
+    sa.Column("agent_id", sa.String(128), nullable=True, index=True),
+    sa.Column("slots", sa.Integer, nullable=False),
+    sa.Column("slot_ids", JSONType, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False, index=True),
+    sa.Column("preempt_requested", sa.Boolean, nullable=False, default=False),
+    sa.Column("preempt_acked", sa.Boolean, nullable=False, default=False),
+    sa.Column("preempt_at", sa.Float, nullable=True),
+    sa.Column("kill_requested", sa.Boolean, nullable=False, default=False),
+    sa.Column("pid", sa.Integer, nullable=True),
+    sa.Column("exit_code", sa.Integer, nullable=True),
+    sa.Column("exit_reason", sa.String(32), nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("started_at", sa.Float, nullable=True),
+    sa.Column("ended_at", sa.Float, nullable=True),
+)
+
+metrics = sa.Table(
+    "metrics",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True, autoincrement=True),
+    sa.Column("trial_id", sa.Integer, sa.ForeignKey("trials.id"), nullable=False),
+    sa.Column("trial_run_id", sa.Integer, nullable=False),
+    sa.Column("group_name", sa.String(64), nullable=False),
+    sa.Column("steps_completed", sa.BigInteger, nullable=False),
+    sa.Column("metrics", JSONType, nullable=False),
+    sa.Column("report_time", sa.Float, nullable=False),
+    sa.UniqueConstraint("trial_id", "group_name", "steps_completed", name="uq_metrics_point"),
+)
+
+checkpoints = sa.Table(
+    "checkpoints",
+    metadata,
+    sa.Column("uuid", sa.String(64), primary_key=True),
+    sa.Column("trial_id", sa.Integer, sa.ForeignKey("trials.id"), nullable=False, index=True),
+    sa.Column("allocation_id", sa.String(64), nullable=True),
+    sa.Column("steps_completed", sa.BigInteger, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("resources", JSONType, nullable=False),
+    sa.Column("metadata", JSONType, nullable=False),
+    sa.Column("storage", JSONType, nullable=False),
+    sa.Column("report_time", sa.Float, nullable=False),
+)
+
+task_logs = sa.Table(
+    "task_logs",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True, autoincrement=True),
+    sa.Column("trial_id", sa.Integer, nullable=True),
+    sa.Column("allocation_id", sa.String(64), nullable=True),
+    sa.Column("agent_id", sa.String(128), nullable=True),
+    sa.Column("rank_id", sa.Integer, nullable=True),
+    sa.Column("timestamp", sa.Float, nullable=False),
+    sa.Column("level", sa.String(16), nullable=False),
+    sa.Column("stdtype", sa.String(16), nullable=False),
+    sa.Column("source", sa.String(32), nullable=False),
+    sa.Column("log", sa.Text, nullable=False),
+    sa.Index("ix_task_logs_trial", "trial_id", "id"),
+)

@@ -1,0 +1,1 @@
+"""What runs inside a trial process: the Core API contexts, the launcher, and cluster info."""

@@ -1,0 +1,110 @@
+"""core.init(): build the Context for this process, on a cluster or off it (local stand-ins)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import pathlib
+from typing import Any
+
+from stalwart.config import views
+from stalwart.harness.core._checkpoint import CheckpointContext
+from stalwart.harness.core._distributed import DistributedContext
+from stalwart.harness.core._preempt import PreemptContext, PreemptMode
+from stalwart.harness.core._searcher import SearcherContext
+from stalwart.harness.core._train import EarlyExitReason, TrainContext
+from stalwart.harness.errors import InvalidHP
+from stalwart.harness.info import ClusterInfo, get_cluster_info
+from stalwart.harness.session import trial_client
+from stalwart.storage import SharedFSStorage, StorageManager, make_storage
+
+log = logging.getLogger("stalwart.core")
+
+
+class Context:
+    """Sub-contexts: `distributed`, `train`, `checkpoint`, `preempt`, `searcher`; plus `info` (None off-cluster)."""
+
+    def __init__(self, *, distributed: DistributedContext, train: TrainContext, checkpoint: CheckpointContext,
+                 preempt: PreemptContext, searcher: SearcherContext, info: ClusterInfo | None) -> None:
+        self.distributed = distributed
+        self.train = train
+        self.checkpoint = checkpoint
+        self.preempt = preempt
+        self.searcher = searcher
+        self.info = info
+
+    def __enter__(self) -> "Context":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        suppress = False
+        if exc_type is not None and issubclass(exc_type, InvalidHP):
+            log.info("InvalidHP raised: reporting an early exit so the searcher can move on")
+            self.train.report_early_exit(EarlyExitReason.INVALID_HP)
+            suppress = True
+        self.close()
+        return suppress
+
+    def close(self) -> None:
+        try:
+            self.train.close()
+        finally:
+            self.preempt.close()
+            self.distributed.close()
+
+    def alert(self, title: str = "", description: str = "", level: str = "INFO") -> None:
+        log.log(logging.getLevelName(level.upper()) if isinstance(level, str) else logging.INFO,
+                "alert: %s %s", title, description)
+
+
+def _local_storage(checkpoint_storage: Any) -> StorageManager:
+    if checkpoint_storage is None:
+        base = pathlib.Path(os.environ.get("XDG_DATA_HOME", pathlib.Path.home() / ".local" / "share"))
+        return SharedFSStorage(str(base / "stalwart" / "checkpoints"))
+    if isinstance(checkpoint_storage, (str, os.PathLike)):
+        return SharedFSStorage(str(checkpoint_storage))
+    return make_storage(dict(checkpoint_storage))
+
+
+def init(*, distributed: DistributedContext | None = None, checkpoint_storage: Any = None,
+         preempt_mode: PreemptMode = PreemptMode.WorkersAskChief, tensorboard_mode: Any = None,
+         async_checkpointing: bool = False) -> Context:
+    """The Core API entry point, used as `with core.init() as ctx:`."""
+    info = get_cluster_info()
+    if info is None or info.trial is None:
+        return _init_off_cluster(distributed, checkpoint_storage)
+    config = info.trial._config
+    slots = views.slots_per_trial(config)
+    if slots > 1 and distributed is None:
+        raise RuntimeError(
+            f"this trial has slots_per_trial={slots}: pass distributed=core.DistributedContext.from_torch_distributed()"
+        )
+    dist = distributed or DistributedContext()
+    client = trial_client(info)
+    chief = dist.rank == 0
+    storage = make_storage(dict(checkpoint_storage) if isinstance(checkpoint_storage, dict)
+                           else config["checkpoint_storage"])
+    length = views.max_length(config)
+    return Context(
+        distributed=dist,
+        train=TrainContext(client if chief else None, info.trial.trial_id, info.trial.trial_run_id,
+                           info.trial.experiment_id),
+        checkpoint=CheckpointContext(storage, dist, client, info.trial.trial_id),
+        preempt=PreemptContext(client, info.allocation_id, dist, preempt_mode),
+        searcher=SearcherContext(client if chief else None, info.trial.trial_id, dist, info.trial.target_length,
+                                 length.unit if length else None),
+        info=info,
+    )
+
+
+def _init_off_cluster(distributed: DistributedContext | None, checkpoint_storage: Any) -> Context:
+    dist = distributed or DistributedContext()
+    storage = _local_storage(checkpoint_storage)
+    return Context(
+        distributed=dist,
+        train=TrainContext(None),
+        checkpoint=CheckpointContext(storage, dist),
+        preempt=PreemptContext(None, None, dist),
+        searcher=SearcherContext(None, None, dist, 1, "batches"),
+        info=None,
+    )

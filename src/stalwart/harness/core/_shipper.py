@@ -1,0 +1,78 @@
+"""Background metric shipping: reports are queued, sent in batches, and resent until the master accepts them."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+
+from stalwart.api.errors import MasterUnavailable, StalwartError
+from stalwart.client import Client
+
+log = logging.getLogger("stalwart.core")
+
+BATCH = 5000
+
+
+class MetricShipper(threading.Thread):
+    def __init__(self, client: Client, trial_id: int, max_pending: int = 1_000_000) -> None:
+        super().__init__(daemon=True, name="metric-shipper")
+        self.client = client
+        self.path = f"/trials/{trial_id}/metrics"
+        self.max_pending = max_pending
+        self._q: deque = deque()
+        self._cv = threading.Condition()
+        self._inflight = 0
+        self._error: StalwartError | None = None
+        self._closed = False
+
+    def put(self, report: dict) -> None:
+        self.raise_error()
+        with self._cv:
+            while len(self._q) >= self.max_pending:
+                self._cv.wait(0.1)
+            self._q.append(report)
+            self._cv.notify_all()
+
+    def raise_error(self) -> None:
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
+
+    def flush(self) -> None:
+        """Block until every queued report is acknowledged by the master (or an error is raised)."""
+        with self._cv:
+            while (self._q or self._inflight) and self._error is None:
+                self._cv.wait(0.1)
+        self.raise_error()
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            with self._cv:
+                self._closed = True
+                self._cv.notify_all()
+
+    def run(self) -> None:
+        while True:
+            with self._cv:
+                while not self._q and not self._closed:
+                    self._cv.wait()
+                if self._closed and not self._q:
+                    return
+                batch = [self._q.popleft() for _ in range(min(BATCH, len(self._q)))]
+                self._inflight = len(batch)
+            try:
+                self.client.post(self.path, {"reports": batch})
+            except MasterUnavailable as err:
+                log.error("metrics could not reach the master: %s", err)
+                with self._cv:
+                    self._q.extendleft(reversed(batch))
+                    self._error = err
+            except StalwartError as err:
+                log.error("the master refused metrics: %s", err)
+                self._error = err
+            with self._cv:
+                self._inflight = 0
+                self._cv.notify_all()

@@ -1,0 +1,132 @@
+"""TrainContext: report training / validation / any-group metrics, progress and early exits."""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+import os
+import pathlib
+import time
+from typing import Any
+
+from stalwart.api.errors import NotFoundError
+from stalwart.client import Client
+from stalwart.harness.core._shipper import MetricShipper
+
+log = logging.getLogger("stalwart.core")
+
+
+class EarlyExitReason(enum.Enum):
+    INVALID_HP = "EXITED_REASON_INVALID_HP"
+    USER_REQUESTED_STOP = "EXITED_REASON_USER_REQUESTED_STOP"
+
+
+def check_metrics(metrics: Any, where: str = "metrics") -> None:
+    """Refuse non-finite numbers and non-mapping metrics with an error that names the metric."""
+    if not isinstance(metrics, dict):
+        raise TypeError(f"{where} must be a dict of metric name to value, got {type(metrics).__name__}")
+    for name, value in metrics.items():
+        _check_value(value, f"{where}[{name!r}]")
+
+
+def _check_value(value: Any, where: str) -> None:
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 0) == 0:
+        value = value.item()  # numpy / torch scalars
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where} is {value}: metric values must be finite numbers")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_value(v, f"{where}[{k!r}]")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_value(v, f"{where}[{i}]")
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 0) == 0:
+        return value.item()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+class TrainContext:
+    """On-cluster metrics reporting. Off-cluster, the same methods log locally (`client` is None)."""
+
+    def __init__(self, client: Client | None, trial_id: int | None = None, run_id: int = 0,
+                 experiment_id: int | None = None, tensorboard_path: pathlib.Path | None = None) -> None:
+        self._client = client
+        self._trial_id = trial_id
+        self._run_id = run_id
+        self._experiment_id = experiment_id
+        self._shipper = MetricShipper(client, trial_id) if client is not None else None
+        if self._shipper is not None:
+            self._shipper.start()
+        self._tb = tensorboard_path or pathlib.Path(os.environ.get("DET_WORKDIR", ".")) / "tensorboard"
+
+    def _report(self, group: str, steps_completed: int, metrics: dict) -> None:
+        if not isinstance(steps_completed, int) or isinstance(steps_completed, bool) or steps_completed < 0:
+            raise ValueError(f"steps_completed must be an integer >= 0, got {steps_completed!r}")
+        check_metrics(metrics)
+        plain = _plain(metrics)
+        if self._shipper is None:
+            log.info("[%s] steps_completed=%d %s", group, steps_completed, plain)
+            return
+        self._shipper.put({"group": group, "steps_completed": steps_completed, "metrics": plain,
+                           "trial_run_id": self._run_id, "report_time": time.time()})
+
+    def report_training_metrics(self, steps_completed: int, metrics: dict, batch_metrics: list | None = None) -> None:
+        if batch_metrics is not None:
+            for i, m in enumerate(batch_metrics):
+                check_metrics(m, f"batch_metrics[{i}]")
+            metrics = {**metrics, "batch_metrics": batch_metrics}
+        self._report("training", steps_completed, metrics)
+
+    def report_validation_metrics(self, steps_completed: int, metrics: dict) -> None:
+        self._report("validation", steps_completed, metrics)
+
+    def report_metrics(self, group: str, steps_completed: int, metrics: dict) -> None:
+        if not isinstance(group, str) or not group:
+            raise ValueError("group must be a non-empty string such as 'training', 'validation' or 'inference'")
+        self._report(group, steps_completed, metrics)
+
+    def report_progress(self, progress: float) -> None:
+        if not 0 <= float(progress) <= 1:
+            raise ValueError(f"progress must be in 0..1, got {progress}")
+        if self._client is not None:
+            self._client.post(f"/trials/{self._trial_id}/progress", {"progress": float(progress)})
+
+    def report_early_exit(self, reason: EarlyExitReason) -> None:
+        if self._client is not None:
+            self._client.post(f"/trials/{self._trial_id}/early_exit", {"reason": EarlyExitReason(reason).value})
+
+    def get_experiment_best_validation(self) -> float | None:
+        if self._client is None:
+            return None
+        self.flush()
+        try:
+            return self._client.get(f"/experiments/{self._experiment_id}/searcher/best_searcher_validation_metric")[
+                "metric"]
+        except NotFoundError:
+            return None
+
+    def set_status(self, status: str) -> None:
+        log.info("status: %s", status)
+
+    def get_tensorboard_path(self) -> pathlib.Path:
+        self._tb.mkdir(parents=True, exist_ok=True)
+        return self._tb
+
+    def upload_tensorboard_files(self, selector=None, mangler=None) -> None:
+        """TensorBoard files stay in the trial's working directory in this release."""
+
+    def flush(self) -> None:
+        if self._shipper is not None:
+            self._shipper.flush()
+
+    def close(self) -> None:
+        if self._shipper is not None:
+            self._shipper.close()

@@ -1,0 +1,85 @@
+"""ClusterInfo: who this trial process is (from the info file the agent writes), or None off-cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TrialInfo:
+    trial_id: int
+    experiment_id: int
+    trial_run_id: int
+    trial_seed: int
+    hparams: dict
+    _config: dict
+    steps_completed: int = 0
+    target_length: int | None = None
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    master_url: str
+    cluster_id: str
+    agent_id: str
+    slot_ids: list
+    task_id: str
+    allocation_id: str
+    session_token: str
+    task_type: str
+    latest_checkpoint: str | None
+    trial: TrialInfo | None = None
+    container_addrs: list = field(default_factory=lambda: ["127.0.0.1"])
+    container_rank: int = 0
+    gpu_uuids: list = field(default_factory=list)
+
+    @property
+    def user_data(self) -> dict[str, Any]:
+        return (self.trial._config.get("data") if self.trial else None) or {}
+
+
+def _load(path: str) -> ClusterInfo:
+    with open(path) as f:
+        raw = json.load(f)
+    trial = raw.get("trial")
+    trial_info = None
+    if trial:
+        trial_info = TrialInfo(
+            trial_id=trial["trial_id"],
+            experiment_id=trial["experiment_id"],
+            trial_run_id=trial.get("trial_run_id", 0),
+            trial_seed=trial["trial_seed"],
+            hparams=trial["hparams"],
+            _config=trial["config"],
+            steps_completed=trial.get("steps_completed", 0),
+            target_length=trial.get("target_length"),
+        )
+    return ClusterInfo(
+        master_url=raw["master_url"],
+        cluster_id=raw["cluster_id"],
+        agent_id=raw["agent_id"],
+        slot_ids=raw.get("slot_ids", []),
+        task_id=raw["task_id"],
+        allocation_id=raw["allocation_id"],
+        session_token=raw["session_token"],
+        task_type=raw.get("task_type", "TRIAL"),
+        latest_checkpoint=raw.get("latest_checkpoint"),
+        trial=trial_info,
+    )
+
+
+_cached: ClusterInfo | None = None
+
+
+def get_cluster_info() -> ClusterInfo | None:
+    """This process's cluster info, or None when it runs off-cluster (`python train.py`)."""
+    global _cached
+    path = os.environ.get("STALWART_INFO_FILE")
+    if not path or not os.path.exists(path):
+        return None
+    if _cached is None:
+        _cached = _load(path)
+    return _cached

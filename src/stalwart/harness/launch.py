@@ -1,0 +1,59 @@
+"""The first program of every trial process: source startup-hook.sh, then run the entrypoint as Determined does.
+
+Run by the agent as `python -m stalwart.harness.launch` in the trial's working directory.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+
+from stalwart.harness.info import get_cluster_info
+
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGWINCH)
+TRIAL_CLASS = re.compile(r"^[\w.]+:[\w.]+$")
+
+
+def command_for(entrypoint, startup_hook: bool) -> list[str]:
+    """argv that runs the entrypoint: a list as argv, a string under `sh -c`, the hook sourced first."""
+    if isinstance(entrypoint, str) and TRIAL_CLASS.match(entrypoint.strip()):
+        raise SystemExit(
+            f"entrypoint '{entrypoint}' names a Trial class; this master runs script entrypoints "
+            "(e.g. 'python3 train.py') — Trial-class entrypoints need the PyTorchTrial harness"
+        )
+    if isinstance(entrypoint, list):
+        argv = [str(a) for a in entrypoint]
+        if not startup_hook:
+            return argv
+        return ["sh", "-c", '. ./startup-hook.sh && exec "$@"', "sh", *argv]
+    script = str(entrypoint)
+    if startup_hook:
+        script = f". ./startup-hook.sh && {script}"
+    return ["sh", "-c", script]
+
+
+def main() -> int:
+    info = get_cluster_info()
+    if info is None or info.trial is None:
+        print("stalwart.harness.launch runs only inside a trial started by a Stalwart agent", file=sys.stderr)
+        return 2
+    entrypoint = info.trial._config.get("entrypoint")
+    if not entrypoint:
+        print("the experiment config has no entrypoint", file=sys.stderr)
+        return 2
+    # `python3` in the entrypoint must be this environment's interpreter.
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    argv = command_for(entrypoint, pathlib.Path("startup-hook.sh").is_file())
+    child = subprocess.Popen(argv)
+    for sig in FORWARDED:
+        signal.signal(sig, lambda s, _f: child.send_signal(s))
+    return child.wait()
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.exit(code if code >= 0 else 128 - code)

@@ -1,0 +1,1 @@
+"""The master service: REST API, experiment and trial state machines, scheduling, intake."""

@@ -1,0 +1,64 @@
+"""The ASGI app: wires routes, error handling and the background loops (scheduler, metrics writer)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+import stalwart
+from stalwart.api.errors import InvalidRequest, StalwartError
+from stalwart.master import scheduling
+from stalwart.master.intake import MetricsWriter
+from stalwart.master.routes import agents, allocations, checkpoints, experiments, trials
+from stalwart.master.service import Master
+from stalwart.master.settings import MasterSettings
+
+log = logging.getLogger(__name__)
+
+
+def create_app(settings: MasterSettings) -> FastAPI:
+    m = Master(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        writer = MetricsWriter(m)
+        app.state.metrics_writer = writer
+        tasks = [asyncio.create_task(scheduling.run_forever(m)), asyncio.create_task(writer.run_forever())]
+        try:
+            yield
+        finally:
+            for task in tasks:
+                task.cancel()
+            m.db.dispose()
+
+    app = FastAPI(title="Stalwart master", version=stalwart.__version__, lifespan=lifespan,
+                  docs_url="/docs/rest-api/", openapi_url="/api/v1/openapi.json")
+    app.state.master = m
+
+    @app.exception_handler(StalwartError)
+    async def stalwart_error(_req: Request, err: StalwartError) -> JSONResponse:
+        return JSONResponse(err.to_dict(), status_code=err.http_status)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_req: Request, err: RequestValidationError) -> JSONResponse:
+        details = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()]
+        bad = InvalidRequest("invalid request", details=details)
+        return JSONResponse(bad.to_dict(), status_code=bad.http_status)
+
+    @app.exception_handler(Exception)
+    async def unexpected(_req: Request, err: Exception) -> JSONResponse:
+        log.exception("internal error")
+        return JSONResponse(StalwartError(f"internal master error: {err}").to_dict(), status_code=500)
+
+    @app.get("/api/v1/master", tags=["cluster"])
+    async def info() -> dict:
+        return {"cluster_id": m.cluster_id, "version": stalwart.__version__, "url": settings.url}
+
+    for module in (experiments, trials, allocations, agents, checkpoints):
+        app.include_router(module.router)
+    return app

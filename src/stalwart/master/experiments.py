@@ -1,0 +1,201 @@
+"""The experiment state machine: create, pause, activate, cancel, kill, and finishing."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from stalwart.api.errors import ConfigError, InvalidStateError
+from stalwart.api.states import AllocationState, ExperimentState as S
+from stalwart.config.experiment import load_experiment_config
+from stalwart.context import check_entrypoint, validate_archive
+from stalwart.db import tables as t
+from stalwart.master import searching
+from stalwart.master.service import Master, now
+
+
+def create_experiment(m: Master, config_text: str, archive: bytes, *, activate: bool, owner: str,
+                      validate_only: bool = False) -> tuple[int | None, list[str]]:
+    """Validate everything first; store nothing unless all of it is fine."""
+    expanded = load_experiment_config(
+        config_text, master_defaults={"checkpoint_storage": m.settings.default_checkpoint_storage()}
+    )
+    config = expanded.config
+    names = set(validate_archive(archive))
+    problems = check_entrypoint(config["entrypoint"], names)
+    if problems:
+        raise ConfigError("the entrypoint cannot run from this context directory", details=problems)
+    search = searching.build(config)
+    if validate_only:
+        return None, expanded.warnings
+    with m.db.begin() as conn:
+        exp_id = conn.execute(
+            t.experiments.insert().values(
+                name=config.get("name") or "",
+                description=config.get("description"),
+                labels=list(config.get("labels") or []),
+                owner=owner,
+                config=config,
+                config_text=config_text,
+                state=(S.ACTIVE if activate else S.PAUSED).value,
+                archived=False,
+                progress=0.0,
+                searcher_state=None,
+                created_at=now(),
+            )
+        ).inserted_primary_key[0]
+        if not config.get("name"):
+            config = {**config, "name": f"Experiment {exp_id}"}
+            conn.execute(
+                t.experiments.update().where(t.experiments.c.id == exp_id).values(name=config["name"], config=config)
+            )
+        conn.execute(t.contexts.insert().values(experiment_id=exp_id, archive=archive))
+        searching.apply(m, conn, exp_id, search, search.initial_operations())
+    m.wake_scheduler()
+    return exp_id, expanded.warnings
+
+
+def _experiment(conn, exp_id: int):
+    return Master.get_row(conn, t.experiments, exp_id, "experiment")
+
+
+def _live_allocations(conn, exp_id: int):
+    q = (
+        sa.select(t.allocations)
+        .join(t.trials, t.trials.c.id == t.allocations.c.trial_id)
+        .where(t.trials.c.experiment_id == exp_id, t.allocations.c.state != AllocationState.TERMINATED.value)
+    )
+    return list(conn.execute(q).mappings())
+
+
+def request_preemption(m: Master, conn, allocation_id: str) -> None:
+    conn.execute(
+        t.allocations.update()
+        .where(t.allocations.c.id == allocation_id, t.allocations.c.preempt_requested.is_(False))
+        .values(preempt_requested=True, preempt_at=now())
+    )
+    m.signals.notify(f"preempt:{allocation_id}")
+
+
+def request_kill(m: Master, conn, alloc) -> None:
+    conn.execute(t.allocations.update().where(t.allocations.c.id == alloc["id"]).values(kill_requested=True))
+    if alloc["agent_id"]:
+        m.signals.notify(f"agent:{alloc['agent_id']}")
+
+
+def _set_trials(conn, exp_id: int, from_states: list[S], to: S) -> None:
+    values = {"state": to.value}
+    if to.terminal:
+        values["ended_at"] = now()
+    conn.execute(
+        t.trials.update()
+        .where(t.trials.c.experiment_id == exp_id, t.trials.c.state.in_([s.value for s in from_states]))
+        .values(**values)
+    )
+
+
+def _set_state(conn, exp_id: int, state: S, error: str | None = None) -> None:
+    values: dict = {"state": state.value}
+    if state.terminal:
+        values["ended_at"] = now()
+        if state is S.COMPLETED:
+            values["progress"] = 1.0
+    if error:
+        values["error_message"] = error
+    conn.execute(t.experiments.update().where(t.experiments.c.id == exp_id).values(**values))
+
+
+def pause(m: Master, exp_id: int) -> None:
+    with m.db.begin() as conn:
+        exp = _experiment(conn, exp_id)
+        if exp["state"] == S.PAUSED.value:
+            return
+        if exp["state"] != S.ACTIVE.value:
+            raise InvalidStateError(f"experiment {exp_id} is {exp['state']}; only an ACTIVE experiment can be paused")
+        _set_state(conn, exp_id, S.PAUSED)
+        _set_trials(conn, exp_id, [S.ACTIVE], S.PAUSED)
+        for alloc in _live_allocations(conn, exp_id):
+            request_preemption(m, conn, alloc["id"])
+
+
+def activate(m: Master, exp_id: int) -> None:
+    with m.db.begin() as conn:
+        exp = _experiment(conn, exp_id)
+        if exp["state"] == S.ACTIVE.value:
+            return
+        if exp["state"] != S.PAUSED.value:
+            raise InvalidStateError(f"experiment {exp_id} is {exp['state']}; only a PAUSED experiment can be activated")
+        _set_state(conn, exp_id, S.ACTIVE)
+        _set_trials(conn, exp_id, [S.PAUSED], S.ACTIVE)
+    m.wake_scheduler()
+
+
+def cancel(m: Master, exp_id: int) -> None:
+    _stop(m, exp_id, S.STOPPING_CANCELED)
+
+
+def kill(m: Master, exp_id: int) -> None:
+    _stop(m, exp_id, S.STOPPING_KILLED)
+
+
+def _stop(m: Master, exp_id: int, stopping: S) -> None:
+    with m.db.begin() as conn:
+        exp = _experiment(conn, exp_id)
+        state = S(exp["state"])
+        if state.terminal:
+            raise InvalidStateError(f"experiment {exp_id} is already {state.value}")
+        if state is S.STOPPING_KILLED or (state is stopping):
+            if stopping is S.STOPPING_CANCELED:
+                return
+        _set_state(conn, exp_id, stopping)
+        live = _live_allocations(conn, exp_id)
+        busy = {a["trial_id"] for a in live}
+        for alloc in live:
+            if stopping is S.STOPPING_KILLED:
+                request_kill(m, conn, alloc)
+            else:
+                request_preemption(m, conn, alloc["id"])
+        idle = conn.execute(
+            sa.select(t.trials.c.id).where(
+                t.trials.c.experiment_id == exp_id,
+                t.trials.c.state.notin_([s.value for s in (S.COMPLETED, S.CANCELED, S.ERROR)]),
+            )
+        ).scalars()
+        for trial_id in idle:
+            if trial_id not in busy:
+                conn.execute(
+                    t.trials.update().where(t.trials.c.id == trial_id).values(state=S.CANCELED.value, ended_at=now())
+                )
+        maybe_finish(m, conn, exp_id)
+    m.wake_scheduler()
+
+
+def maybe_finish(m: Master, conn, exp_id: int) -> None:
+    """A STOPPING_* experiment with no live allocation reaches its final state."""
+    exp = _experiment(conn, exp_id)
+    state = S(exp["state"])
+    if not state.stopping or _live_allocations(conn, exp_id):
+        return
+    final = {
+        S.STOPPING_COMPLETED: S.COMPLETED,
+        S.STOPPING_CANCELED: S.CANCELED,
+        S.STOPPING_KILLED: S.CANCELED,
+        S.STOPPING_ERROR: S.ERROR,
+    }[state]
+    open_states = [S.ACTIVE, S.PAUSED, S.STOPPING_CANCELED, S.STOPPING_KILLED, S.STOPPING_COMPLETED, S.STOPPING_ERROR]
+    _set_trials(conn, exp_id, open_states, S.CANCELED)
+    _set_state(conn, exp_id, final)
+    from stalwart.master import checkpoint_gc
+
+    checkpoint_gc.run_for_experiment(m, conn, exp_id)
+
+
+def shutdown(m: Master, conn, exp_id: int, failure: bool, reason: str) -> None:
+    """The searcher is done: stop what still runs and finish."""
+    exp = _experiment(conn, exp_id)
+    if S(exp["state"]).terminal:
+        return
+    stopping = S.STOPPING_ERROR if failure else S.STOPPING_COMPLETED
+    _set_state(conn, exp_id, stopping, error=reason or None)
+    for alloc in _live_allocations(conn, exp_id):
+        request_preemption(m, conn, alloc["id"])
+    maybe_finish(m, conn, exp_id)

@@ -1,0 +1,206 @@
+"""What trial processes report: metrics (group-committed in batches), checkpoints, progress, early exits."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import uuid as uuidlib
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from stalwart.api.errors import ForbiddenError, InvalidRequest, InvalidStateError
+from stalwart.api.states import AllocationState as A, ExitReason
+from stalwart.db import tables as t
+from stalwart.master import searching
+from stalwart.master.service import Master, now
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH_ROWS = 20000
+
+
+def caller_allocation(conn, allocation_id: str, trial_id: int):
+    """The caller's allocation, which must be live and belong to `trial_id`."""
+    alloc = conn.execute(sa.select(t.allocations).where(t.allocations.c.id == allocation_id)).mappings().first()
+    if alloc is None or alloc["trial_id"] != trial_id:
+        raise ForbiddenError(f"this allocation token does not belong to trial {trial_id}")
+    if alloc["state"] == A.TERMINATED.value:
+        raise InvalidStateError(f"allocation {allocation_id} has ended; its reports are no longer accepted")
+    return alloc
+
+
+def _check_finite(value, path: str) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidRequest(f"{path}: metric values must be finite numbers, got {value}")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_finite(v, f"{path}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_finite(v, f"{path}[{i}]")
+
+
+def parse_reports(trial_id: int, body: dict) -> list[dict]:
+    reports = body.get("reports")
+    if not isinstance(reports, list):
+        raise InvalidRequest("reports: expected a list of {group, steps_completed, metrics}")
+    rows = []
+    for i, r in enumerate(reports):
+        where = f"reports[{i}]"
+        if not isinstance(r, dict):
+            raise InvalidRequest(f"{where}: expected an object")
+        group = r.get("group")
+        if not isinstance(group, str) or not group or len(group) > 64:
+            raise InvalidRequest(f"{where}.group: expected a non-empty name of at most 64 characters")
+        steps = r.get("steps_completed")
+        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+            raise InvalidRequest(f"{where}.steps_completed: expected an integer >= 0, got {steps!r}")
+        metrics = r.get("metrics")
+        if not isinstance(metrics, dict):
+            raise InvalidRequest(f"{where}.metrics: expected an object of metric name to value")
+        _check_finite(metrics, f"{where}.metrics")
+        rows.append(
+            {
+                "trial_id": trial_id,
+                "trial_run_id": int(r.get("trial_run_id") or 0),
+                "group_name": group,
+                "steps_completed": steps,
+                "metrics": metrics,
+                "report_time": float(r.get("report_time") or now()),
+            }
+        )
+    return rows
+
+
+def _upsert(conn, dialect: str, rows: list[dict]) -> None:
+    latest = {(r["trial_id"], r["group_name"], r["steps_completed"]): r for r in rows}
+    ins = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(t.metrics)
+    stmt = ins.on_conflict_do_update(
+        index_elements=["trial_id", "group_name", "steps_completed"],
+        set_={"metrics": ins.excluded.metrics, "trial_run_id": ins.excluded.trial_run_id,
+              "report_time": ins.excluded.report_time},
+    )
+    conn.execute(stmt, list(latest.values()))
+
+
+class MetricsWriter:
+    """Group commit: every report waiting at flush time goes into one transaction, then all are acknowledged."""
+
+    def __init__(self, m: Master) -> None:
+        self.m = m
+        self.queue: asyncio.Queue = asyncio.Queue()
+
+    async def submit(self, rows: list[dict]) -> None:
+        fut = asyncio.get_running_loop().create_future()
+        await self.queue.put((rows, fut))
+        await fut
+
+    async def run_forever(self) -> None:
+        while True:
+            batch = [await self.queue.get()]
+            size = len(batch[0][0])
+            while size < MAX_BATCH_ROWS and not self.queue.empty():
+                item = self.queue.get_nowait()
+                batch.append(item)
+                size += len(item[0])
+            try:
+                self._write([r for rows, _ in batch for r in rows])
+            except Exception as err:
+                log.exception("metrics write failed")
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(err)
+                continue
+            for _, fut in batch:
+                if not fut.done():
+                    fut.set_result(None)
+
+    def _write(self, rows: list[dict]) -> None:
+        if not rows:
+            return
+        with self.m.db.begin() as conn:
+            _upsert(conn, conn.dialect.name, rows)
+            self._feed_searcher(conn, rows)
+
+    def _feed_searcher(self, conn, rows: list[dict]) -> None:
+        validations = [r for r in rows if r["group_name"] == "validation"]
+        for r in sorted(validations, key=lambda r: (r["trial_id"], r["steps_completed"])):
+            trial = conn.execute(sa.select(t.trials).where(t.trials.c.id == r["trial_id"])).mappings().one()
+            searching.on_validation(self.m, conn, dict(trial), r["steps_completed"], r["metrics"])
+
+
+def register_checkpoint(m: Master, allocation_id: str, body: dict) -> dict:
+    trial_id = body.get("trial_id")
+    if not isinstance(trial_id, int):
+        raise InvalidRequest("trial_id: required")
+    raw_uuid = str(body.get("uuid") or "")
+    try:
+        ckpt_uuid = str(uuidlib.UUID(raw_uuid))
+    except ValueError:
+        raise InvalidRequest(f"uuid: expected a UUID, got {raw_uuid!r}") from None
+    metadata = body.get("metadata") or {}
+    steps = metadata.get("steps_completed") if isinstance(metadata, dict) else None
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+        raise InvalidRequest("metadata.steps_completed: required, an integer >= 0 (every checkpoint must say how "
+                             "many steps it holds, so that a trial can resume from it)")
+    resources = body.get("resources") or {}
+    if not isinstance(resources, dict):
+        raise InvalidRequest("resources: expected an object of relative path to size")
+    with m.db.begin() as conn:
+        caller_allocation(conn, allocation_id, trial_id)
+        trial = Master.get_row(conn, t.trials, trial_id, "trial")
+        exp = Master.get_row(conn, t.experiments, trial["experiment_id"], "experiment")
+        if conn.execute(sa.select(t.checkpoints.c.uuid).where(t.checkpoints.c.uuid == ckpt_uuid)).first():
+            raise InvalidStateError(f"checkpoint {ckpt_uuid} is already registered")
+        row = dict(
+            uuid=ckpt_uuid,
+            trial_id=trial_id,
+            allocation_id=allocation_id,
+            steps_completed=steps,
+            state="COMPLETED",
+            resources={str(k): int(v) for k, v in resources.items()},
+            metadata=metadata,
+            storage=exp["config"]["checkpoint_storage"],
+            report_time=now(),
+        )
+        conn.execute(t.checkpoints.insert().values(**row))
+    return row
+
+
+def set_progress(m: Master, allocation_id: str, trial_id: int, progress) -> None:
+    if not isinstance(progress, (int, float)) or not 0 <= progress <= 1:
+        raise InvalidRequest(f"progress: expected a number in 0..1, got {progress!r}")
+    with m.db.begin() as conn:
+        caller_allocation(conn, allocation_id, trial_id)
+        trial = Master.get_row(conn, t.trials, trial_id, "trial")
+        conn.execute(t.trials.update().where(t.trials.c.id == trial_id).values(progress=float(progress)))
+        searching.refresh_progress(conn, trial["experiment_id"])
+
+
+def early_exit(m: Master, allocation_id: str, trial_id: int, reason: str) -> None:
+    known = {
+        "EXITED_REASON_INVALID_HP": ExitReason.INVALID_HP, "INVALID_HP": ExitReason.INVALID_HP,
+        "EXITED_REASON_USER_REQUESTED_STOP": ExitReason.USER_REQUESTED_STOP,
+        "USER_REQUESTED_STOP": ExitReason.USER_REQUESTED_STOP,
+    }
+    if reason not in known:
+        raise InvalidRequest(f"reason: expected one of {sorted(known)}, got {reason!r}")
+    with m.db.begin() as conn:
+        caller_allocation(conn, allocation_id, trial_id)
+        trial = Master.get_row(conn, t.trials, trial_id, "trial")
+        if trial["early_exit"]:
+            raise InvalidStateError(f"trial {trial_id} already reported an early exit")
+        conn.execute(t.trials.update().where(t.trials.c.id == trial_id).values(early_exit=known[reason].value))
+
+
+def ack_preemption(m: Master, allocation_id: str) -> None:
+    with m.db.begin() as conn:
+        conn.execute(t.allocations.update().where(t.allocations.c.id == allocation_id).values(preempt_acked=True))
+
+
+def preemption_requested(m: Master, allocation_id: str) -> bool:
+    with m.db.begin() as conn:
+        alloc = Master.get_row(conn, t.allocations, allocation_id, "allocation")
+        return bool(alloc["preempt_requested"] or alloc["kill_requested"] or alloc["state"] == A.TERMINATED.value)

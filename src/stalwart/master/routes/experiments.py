@@ -1,0 +1,138 @@
+"""/api/v1/experiments: create, list, describe, and the pause/activate/cancel/kill actions."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+import sqlalchemy as sa
+from fastapi import APIRouter, Request
+
+from stalwart.api.errors import InvalidRequest, NotFoundError
+from stalwart.db import tables as t
+from stalwart.master import experiments, views
+from stalwart.master.routes.common import body, master
+from stalwart.master.service import Master
+
+router = APIRouter(prefix="/api/v1/experiments", tags=["experiments"])
+
+ACTIONS = {
+    "pause": experiments.pause,
+    "activate": experiments.activate,
+    "unpause": experiments.activate,
+    "cancel": experiments.cancel,
+    "kill": experiments.kill,
+}
+
+
+@router.post("")
+async def create(request: Request) -> dict:
+    """Body: {config: YAML text, context: base64 .tgz, activate: bool, validate_only: bool}."""
+    m = master(request)
+    data = await body(request)
+    config = data.get("config")
+    if not isinstance(config, str) or not config.strip():
+        raise InvalidRequest("config: required, the experiment config as YAML text")
+    try:
+        archive = base64.b64decode(data.get("context") or "", validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidRequest("context: expected a base64-encoded .tgz of the context directory") from None
+    exp_id, warnings = experiments.create_experiment(
+        m, config, archive,
+        activate=bool(data.get("activate", True)),
+        owner=str(data.get("owner") or "determined"),
+        validate_only=bool(data.get("validate_only", False)),
+    )
+    if exp_id is None:
+        return {"experiment": None, "warnings": warnings}
+    with m.db.begin() as conn:
+        row = Master.get_row(conn, t.experiments, exp_id, "experiment")
+    return {"experiment": views.experiment(row), "warnings": warnings}
+
+
+@router.get("")
+async def list_experiments(request: Request, limit: int = 200, offset: int = 0) -> dict:
+    m = master(request)
+    with m.db.begin() as conn:
+        rows = conn.execute(
+            sa.select(t.experiments).order_by(t.experiments.c.id.desc()).limit(limit).offset(offset)
+        ).mappings().all()
+        counts = dict(conn.execute(
+            sa.select(t.trials.c.experiment_id, sa.func.count()).group_by(t.trials.c.experiment_id)
+        ).all())
+        total = conn.execute(sa.select(sa.func.count()).select_from(t.experiments)).scalar()
+    return {"experiments": [views.experiment(r, counts) for r in rows], "total": total}
+
+
+@router.get("/{exp_id}")
+async def describe(request: Request, exp_id: int) -> dict:
+    m = master(request)
+    with m.db.begin() as conn:
+        row = Master.get_row(conn, t.experiments, exp_id, "experiment")
+        trials = conn.execute(
+            sa.select(t.trials).where(t.trials.c.experiment_id == exp_id).order_by(t.trials.c.id)
+        ).mappings().all()
+        summaries = views.trial_summaries(conn, [tr["id"] for tr in trials])
+    return {
+        "experiment": views.experiment(row),
+        "config": row["config"],
+        "trials": [views.trial(tr, summaries.get(tr["id"])) for tr in trials],
+    }
+
+
+@router.post("/{exp_id}/{action}")
+async def act(request: Request, exp_id: int, action: str) -> dict:
+    if action not in ACTIONS:
+        raise NotFoundError(f"unknown experiment action '{action}'; use one of {', '.join(sorted(ACTIONS))}")
+    m = master(request)
+    ACTIONS[action](m, exp_id)
+    with m.db.begin() as conn:
+        row = Master.get_row(conn, t.experiments, exp_id, "experiment")
+    return {"experiment": views.experiment(row)}
+
+
+@router.get("/{exp_id}/trials")
+async def list_trials(request: Request, exp_id: int) -> dict:
+    return {"trials": (await describe(request, exp_id))["trials"]}
+
+
+@router.get("/{exp_id}/checkpoints")
+async def list_checkpoints(request: Request, exp_id: int) -> dict:
+    m = master(request)
+    with m.db.begin() as conn:
+        Master.get_row(conn, t.experiments, exp_id, "experiment")
+        rows = conn.execute(
+            sa.select(t.checkpoints)
+            .join(t.trials, t.trials.c.id == t.checkpoints.c.trial_id)
+            .where(t.trials.c.experiment_id == exp_id)
+            .order_by(t.checkpoints.c.report_time)
+        ).mappings().all()
+    return {"checkpoints": [views.checkpoint(r) for r in rows]}
+
+
+@router.get("/{exp_id}/model_def")
+async def model_def(request: Request, exp_id: int) -> dict:
+    m = master(request)
+    with m.db.begin() as conn:
+        archive = conn.execute(sa.select(t.contexts.c.archive).where(t.contexts.c.experiment_id == exp_id)).scalar()
+    if archive is None:
+        raise NotFoundError(f"experiment {exp_id} not found")
+    return {"b64Tgz": base64.b64encode(archive).decode()}
+
+
+@router.get("/{exp_id}/searcher/best_searcher_validation_metric")
+async def best_validation(request: Request, exp_id: int) -> dict:
+    m = master(request)
+    with m.db.begin() as conn:
+        row = Master.get_row(conn, t.experiments, exp_id, "experiment")
+        name = row["config"]["searcher"]["metric"]
+        values = conn.execute(
+            sa.select(t.metrics.c.metrics)
+            .join(t.trials, t.trials.c.id == t.metrics.c.trial_id)
+            .where(t.trials.c.experiment_id == exp_id, t.metrics.c.group_name == "validation")
+        ).scalars()
+        found = [v[name] for v in values if isinstance(v.get(name), (int, float))]
+    if not found:
+        raise NotFoundError(f"experiment {exp_id} has no validation of '{name}' yet")
+    smaller = row["config"]["searcher"].get("smaller_is_better", True)
+    return {"metric": min(found) if smaller else max(found)}

@@ -1,0 +1,158 @@
+"""The scheduling pass: queue runnable trials, place pending allocations, lose silent agents, time out preemptions."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import sqlalchemy as sa
+
+from stalwart.api.states import AllocationState as A, ExitReason, ExperimentState as S
+from stalwart.config import views
+from stalwart.db import tables as t
+from stalwart.master import experiments, trials
+from stalwart.master.service import Master, new_id, now
+from stalwart.scheduler import AgentCapacity, PendingAllocation, place
+
+log = logging.getLogger(__name__)
+
+
+def _queue_trials(m: Master, conn) -> None:
+    live = sa.select(t.allocations.c.trial_id).where(t.allocations.c.state != A.TERMINATED.value, t.allocations.c.trial_id.is_not(None))
+    runnable = conn.execute(
+        sa.select(t.trials, t.experiments.c.config)
+        .join(t.experiments, t.experiments.c.id == t.trials.c.experiment_id)
+        .where(
+            t.trials.c.state == S.ACTIVE.value,
+            t.experiments.c.state == S.ACTIVE.value,
+            t.trials.c.id.notin_(live),
+        )
+    ).mappings().all()
+    for trial in runnable:
+        run_id = trial["runs"] + 1
+        conn.execute(t.trials.update().where(t.trials.c.id == trial["id"]).values(runs=run_id))
+        conn.execute(
+            t.allocations.insert().values(
+                id=new_id(),
+                trial_id=trial["id"],
+                run_id=run_id,
+                slots=views.slots_per_trial(trial["config"]),
+                slot_ids=[],
+                state=A.PENDING.value,
+                preempt_requested=False,
+                preempt_acked=False,
+                kill_requested=False,
+                created_at=now(),
+            )
+        )
+
+
+def _capacities(conn) -> list[AgentCapacity]:
+    agents = conn.execute(
+        sa.select(t.agents).where(t.agents.c.connected.is_(True), t.agents.c.enabled.is_(True))
+    ).mappings().all()
+    used: dict[str, set[int]] = {}
+    for row in conn.execute(
+        sa.select(t.allocations.c.agent_id, t.allocations.c.slot_ids).where(
+            t.allocations.c.state.in_([A.ASSIGNED.value, A.RUNNING.value])
+        )
+    ):
+        used.setdefault(row.agent_id, set()).update(row.slot_ids or [])
+    return [
+        AgentCapacity(
+            agent_id=a["id"],
+            free_slot_ids=[i for i in range(a["slots"]) if i not in used.get(a["id"], set())],
+            resource_pool=a["resource_pool"],
+            total_slots=a["slots"],
+        )
+        for a in agents
+    ]
+
+
+def _place(m: Master, conn) -> None:
+    pending = conn.execute(sa.select(t.allocations).where(t.allocations.c.state == A.PENDING.value)).mappings().all()
+    if not pending:
+        return
+    requests = [PendingAllocation(p["id"], p["slots"], p["created_at"]) for p in pending]
+    for a in place(requests, _capacities(conn)):
+        conn.execute(
+            t.allocations.update()
+            .where(t.allocations.c.id == a.allocation_id, t.allocations.c.state == A.PENDING.value)
+            .values(state=A.ASSIGNED.value, agent_id=a.agent_id, slot_ids=list(a.slot_ids))
+        )
+        m.signals.notify(f"agent:{a.agent_id}")
+
+
+def _lose_silent_agents(m: Master, conn) -> None:
+    timeout = m.settings.agent_timeout_s
+    cutoff = now() - timeout
+    if m.started_at > cutoff:
+        return  # after a master restart, give every agent a full timeout to come back
+    lost = conn.execute(
+        sa.select(t.agents.c.id).where(t.agents.c.connected.is_(True), t.agents.c.last_seen < cutoff)
+    ).scalars().all()
+    for agent_id in lost:
+        log.warning("agent %s has not been heard from for %.0f s; declaring it lost", agent_id, timeout)
+        conn.execute(t.agents.update().where(t.agents.c.id == agent_id).values(connected=False))
+        for alloc_id in conn.execute(
+            sa.select(t.allocations.c.id).where(t.allocations.c.agent_id == agent_id, t.allocations.c.state != A.TERMINATED.value)
+        ).scalars().all():
+            trials.allocation_exited(m, conn, alloc_id, None, ExitReason.AGENT_LOST)
+
+
+def _enforce_preemption_timeouts(m: Master, conn) -> None:
+    rows = conn.execute(
+        sa.select(t.allocations, t.experiments.c.config)
+        .join(t.trials, t.trials.c.id == t.allocations.c.trial_id)
+        .join(t.experiments, t.experiments.c.id == t.trials.c.experiment_id)
+        .where(
+            t.allocations.c.state != A.TERMINATED.value,
+            t.allocations.c.preempt_requested.is_(True),
+            t.allocations.c.kill_requested.is_(False),
+        )
+    ).mappings().all()
+    for row in rows:
+        timeout = row["config"].get("preemption_timeout") or 3600
+        if row["preempt_at"] is not None and now() - row["preempt_at"] > timeout:
+            log.warning("allocation %s did not exit within preemption_timeout (%s s); killing it", row["id"], timeout)
+            experiments.request_kill(m, conn, row)
+
+
+def _cancel_unplaced(m: Master, conn) -> None:
+    """Pending allocations of trials that no longer want to run are dropped."""
+    rows = conn.execute(
+        sa.select(t.allocations.c.id)
+        .join(t.trials, t.trials.c.id == t.allocations.c.trial_id)
+        .join(t.experiments, t.experiments.c.id == t.trials.c.experiment_id)
+        .where(
+            t.allocations.c.state == A.PENDING.value,
+            sa.or_(t.trials.c.state != S.ACTIVE.value, t.experiments.c.state != S.ACTIVE.value),
+        )
+    ).scalars().all()
+    for alloc_id in rows:
+        conn.execute(
+            t.allocations.update().where(t.allocations.c.id == alloc_id)
+            .values(state=A.TERMINATED.value, exit_reason=ExitReason.KILLED.value, ended_at=now())
+        )
+    for exp_id in conn.execute(
+        sa.select(t.experiments.c.id).where(t.experiments.c.state.like("STOPPING_%"))
+    ).scalars().all():
+        experiments.maybe_finish(m, conn, exp_id)
+
+
+def tick(m: Master) -> None:
+    with m.db.begin() as conn:
+        _lose_silent_agents(m, conn)
+        _enforce_preemption_timeouts(m, conn)
+        _cancel_unplaced(m, conn)
+        _queue_trials(m, conn)
+        _place(m, conn)
+
+
+async def run_forever(m: Master) -> None:
+    while True:
+        try:
+            tick(m)
+        except Exception:  # keep scheduling; the next pass retries
+            log.exception("scheduling pass failed")
+        await m.signals.wait("scheduler", m.settings.scheduler_interval_s)

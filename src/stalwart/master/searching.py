@@ -1,0 +1,103 @@
+"""Feeds trial events to an experiment's searcher and carries out the actions it returns."""
+
+from __future__ import annotations
+
+import math
+
+import sqlalchemy as sa
+
+from stalwart.api.states import AllocationState, ExperimentState as S
+from stalwart.db import tables as t
+from stalwart.searcher import Create, SearchMethod, Shutdown, Stop, TrialExit, make_search_method
+from stalwart.master.service import Master, now
+
+
+def build(config: dict) -> SearchMethod:
+    return make_search_method(config)
+
+
+def load(conn, exp_id: int) -> tuple[dict, SearchMethod]:
+    exp = Master.get_row(conn, t.experiments, exp_id, "experiment")
+    search = build(exp["config"])
+    if exp["searcher_state"] is not None:
+        search.restore(exp["searcher_state"])
+    return exp, search
+
+
+def apply(m: Master, conn, exp_id: int, search: SearchMethod, actions: list) -> None:
+    from stalwart.master import experiments
+
+    for action in actions:
+        exp = Master.get_row(conn, t.experiments, exp_id, "experiment")
+        if isinstance(action, Create):
+            if S(exp["state"]).terminal or S(exp["state"]).stopping:
+                continue
+            conn.execute(
+                t.trials.insert().values(
+                    experiment_id=exp_id,
+                    request_id=action.request_id,
+                    hparams=action.hparams,
+                    seed=action.seed,
+                    state=(S.ACTIVE if exp["state"] == S.ACTIVE.value else S.PAUSED).value,
+                    restarts=0,
+                    runs=0,
+                    target_length=action.length,
+                    stop_requested=False,
+                    progress=0.0,
+                    created_at=now(),
+                )
+            )
+        elif isinstance(action, Stop):
+            _stop_trial(m, conn, exp_id, action.request_id)
+        elif isinstance(action, Shutdown):
+            _save(conn, exp_id, search)
+            experiments.shutdown(m, conn, exp_id, action.failure, action.reason)
+    _save(conn, exp_id, search)
+
+
+def _stop_trial(m: Master, conn, exp_id: int, request_id: str) -> None:
+    from stalwart.master.experiments import request_preemption
+
+    trial = conn.execute(
+        sa.select(t.trials).where(t.trials.c.experiment_id == exp_id, t.trials.c.request_id == request_id)
+    ).mappings().first()
+    if trial is None:
+        return
+    conn.execute(t.trials.update().where(t.trials.c.id == trial["id"]).values(stop_requested=True))
+    for alloc_id in conn.execute(
+        sa.select(t.allocations.c.id).where(
+            t.allocations.c.trial_id == trial["id"], t.allocations.c.state != AllocationState.TERMINATED.value
+        )
+    ).scalars():
+        request_preemption(m, conn, alloc_id)
+
+
+def _save(conn, exp_id: int, search: SearchMethod) -> None:
+    rows = conn.execute(
+        sa.select(t.trials.c.request_id, t.trials.c.progress, t.trials.c.state).where(t.trials.c.experiment_id == exp_id)
+    ).all()
+    per_trial = {r.request_id: (1.0 if r.state == S.COMPLETED.value else r.progress) for r in rows}
+    conn.execute(
+        t.experiments.update()
+        .where(t.experiments.c.id == exp_id)
+        .values(searcher_state=search.snapshot(), progress=search.progress(per_trial))
+    )
+
+
+def on_validation(m: Master, conn, trial: dict, steps_completed: int, metrics: dict) -> None:
+    exp, search = load(conn, trial["experiment_id"])
+    name = exp["config"]["searcher"]["metric"]
+    value = metrics.get(name)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        return
+    apply(m, conn, exp["id"], search, search.on_validation_completed(trial["request_id"], float(value), steps_completed))
+
+
+def on_trial_exit(m: Master, conn, trial: dict, how: TrialExit) -> None:
+    exp, search = load(conn, trial["experiment_id"])
+    apply(m, conn, exp["id"], search, search.on_trial_exited(trial["request_id"], how))
+
+
+def refresh_progress(conn, exp_id: int) -> None:
+    _, search = load(conn, exp_id)
+    _save(conn, exp_id, search)

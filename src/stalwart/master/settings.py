@@ -1,0 +1,32 @@
+"""Settings of one master process (from the CLI flags or a master config file)."""
+
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass, field
+
+
+@dataclass
+class MasterSettings:
+    db_url: str
+    home: pathlib.Path
+    host: str = "127.0.0.1"
+    port: int = 8080
+    advertised_url: str | None = None
+    cluster_token: str | None = None
+    checkpoint_storage: dict | None = None
+    agent_timeout_s: float = 30.0
+    scheduler_interval_s: float = 0.5
+    task_container_defaults: dict = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        if self.advertised_url:
+            return self.advertised_url.rstrip("/")
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"http://{host}:{self.port}"
+
+    def default_checkpoint_storage(self) -> dict:
+        if self.checkpoint_storage:
+            return dict(self.checkpoint_storage)
+        return {"type": "shared_fs", "host_path": str(self.home / "checkpoints")}

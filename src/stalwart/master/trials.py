@@ -1,0 +1,129 @@
+"""The trial state machine: what a run's end means (complete, pause, re-queue, restart, error)."""
+
+from __future__ import annotations
+
+import signal
+
+import sqlalchemy as sa
+
+from stalwart.api.errors import InvalidStateError
+from stalwart.api.states import AllocationState, ExitReason, ExperimentState as S
+from stalwart.config import views
+from stalwart.db import tables as t
+from stalwart.master import checkpoint_gc, experiments, searching
+from stalwart.master.logs import master_line
+from stalwart.master.service import Master, now
+from stalwart.searcher import TrialExit
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        try:
+            return f"exit code {code} (killed by {signal.Signals(-code).name})"
+        except ValueError:
+            return f"exit code {code}"
+    return f"exit code {code}"
+
+
+def _finish_trial(m: Master, conn, trial: dict, state: S, how: TrialExit, error: str | None = None) -> None:
+    values: dict = {"state": state.value, "ended_at": now()}
+    if state is S.COMPLETED:
+        values["progress"] = 1.0
+    if error:
+        values["error_message"] = error
+    conn.execute(t.trials.update().where(t.trials.c.id == trial["id"]).values(**values))
+    checkpoint_gc.run_for_trial(m, conn, trial["id"])
+    searching.on_trial_exit(m, conn, trial, how)
+
+
+def allocation_exited(m: Master, conn, allocation_id: str, exit_code: int | None, reason: ExitReason) -> None:
+    """Record the end of an allocation and move its trial on. Idempotent."""
+    alloc = Master.get_row(conn, t.allocations, allocation_id, "allocation")
+    if alloc["state"] == AllocationState.TERMINATED.value:
+        return
+    if reason is ExitReason.EXITED and alloc["kill_requested"]:
+        reason = ExitReason.KILLED
+    if reason is ExitReason.EXITED and alloc["preempt_acked"] and exit_code == 0:
+        reason = ExitReason.PREEMPTED
+    conn.execute(
+        t.allocations.update()
+        .where(t.allocations.c.id == allocation_id)
+        .values(state=AllocationState.TERMINATED.value, exit_code=exit_code, exit_reason=reason.value, ended_at=now())
+    )
+    m.wake_scheduler()
+    if alloc["trial_id"] is None:
+        return
+    trial = dict(Master.get_row(conn, t.trials, alloc["trial_id"], "trial"))
+    exp = Master.get_row(conn, t.experiments, trial["experiment_id"], "experiment")
+    _trial_run_ended(m, conn, trial, exp, alloc, exit_code, reason)
+    experiments.maybe_finish(m, conn, exp["id"])
+
+
+def _trial_run_ended(m: Master, conn, trial: dict, exp, alloc, exit_code: int | None, reason: ExitReason) -> None:
+    tid, aid = trial["id"], alloc["id"]
+    exp_state = S(exp["state"])
+    if S(trial["state"]).terminal:
+        return
+    if reason is ExitReason.AGENT_LOST:
+        master_line(conn, tid, f"agent {alloc['agent_id']} was lost; the trial will resume from its latest "
+                    "checkpoint (not counted as a restart)", "WARNING", aid)
+        return
+    if alloc["kill_requested"] or exp_state in (S.STOPPING_CANCELED, S.STOPPING_KILLED):
+        master_line(conn, tid, f"trial stopped ({describe_exit(exit_code)})", "INFO", aid)
+        _finish_trial(m, conn, trial, S.CANCELED, TrialExit.CANCELED)
+        return
+    if exit_code == 0:
+        if trial["early_exit"] == ExitReason.INVALID_HP.value:
+            _finish_trial(m, conn, trial, S.COMPLETED, TrialExit.INVALID_HP)
+        elif trial["early_exit"] == ExitReason.USER_REQUESTED_STOP.value:
+            _finish_trial(m, conn, trial, S.COMPLETED, TrialExit.USER_REQUESTED_STOP)
+        elif alloc["preempt_requested"] and not trial["stop_requested"] and exp_state in (S.ACTIVE, S.PAUSED):
+            master_line(conn, tid, "trial exited after preemption; it resumes from its latest checkpoint "
+                        "when scheduled again", "INFO", aid)
+        else:
+            _finish_trial(m, conn, trial, S.COMPLETED, TrialExit.COMPLETED)
+        return
+    _failed(m, conn, trial, exp, alloc, exit_code)
+
+
+def _failed(m: Master, conn, trial: dict, exp, alloc, exit_code: int | None) -> None:
+    restarts = trial["restarts"] + 1
+    limit = views.max_restarts(exp["config"])
+    conn.execute(t.trials.update().where(t.trials.c.id == trial["id"]).values(restarts=restarts))
+    what = f"trial {trial['id']} failed: process ended with {describe_exit(exit_code)}"
+    if restarts > limit:
+        error = f"{what}; it failed {restarts} times, more than max_restarts ({limit})"
+        master_line(conn, trial["id"], error, "ERROR", alloc["id"])
+        _finish_trial(m, conn, {**trial, "restarts": restarts}, S.ERROR, TrialExit.ERRORED, error)
+        return
+    master_line(conn, trial["id"], f"{what}; restarting from its latest checkpoint ({restarts}/{limit})",
+                "WARNING", alloc["id"])
+
+
+def kill_trial(m: Master, trial_id: int) -> None:
+    with m.db.begin() as conn:
+        trial = dict(Master.get_row(conn, t.trials, trial_id, "trial"))
+        if S(trial["state"]).terminal:
+            raise InvalidStateError(f"trial {trial_id} is already {trial['state']}")
+        live = conn.execute(
+            sa.select(t.allocations).where(
+                t.allocations.c.trial_id == trial_id, t.allocations.c.state != AllocationState.TERMINATED.value
+            )
+        ).mappings().all()
+        for alloc in live:
+            experiments.request_kill(m, conn, alloc)
+        conn.execute(t.trials.update().where(t.trials.c.id == trial_id).values(stop_requested=True))
+        if not live:
+            _finish_trial(m, conn, trial, S.CANCELED, TrialExit.CANCELED)
+            experiments.maybe_finish(m, conn, trial["experiment_id"])
+
+
+def latest_checkpoint(conn, trial_id: int):
+    return conn.execute(
+        sa.select(t.checkpoints)
+        .where(t.checkpoints.c.trial_id == trial_id, t.checkpoints.c.state == "COMPLETED")
+        .order_by(t.checkpoints.c.steps_completed.desc(), t.checkpoints.c.report_time.desc())
+        .limit(1)
+    ).mappings().first()

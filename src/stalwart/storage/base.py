@@ -1,0 +1,52 @@
+"""The storage interface every checkpoint backend implements."""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import os
+import pathlib
+from typing import Iterator
+
+
+def directory_resources(path: str | os.PathLike) -> dict[str, int]:
+    """Relative path → size in bytes of every file under `path` (directories end with '/', size 0)."""
+    root = pathlib.Path(path)
+    out: dict[str, int] = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.is_dir():
+            out[rel + "/"] = 0
+        elif p.is_file():
+            out[rel] = p.stat().st_size
+    return out
+
+
+class StorageManager(abc.ABC):
+    """Stores checkpoint directories under a storage id (the checkpoint uuid)."""
+
+    @abc.abstractmethod
+    def upload(self, src: pathlib.Path, storage_id: str) -> None: ...
+
+    @abc.abstractmethod
+    def download(self, storage_id: str, dst: pathlib.Path) -> None: ...
+
+    @abc.abstractmethod
+    def delete(self, storage_id: str) -> None: ...
+
+    @abc.abstractmethod
+    def list(self, storage_id: str) -> dict[str, int]: ...
+
+    @contextlib.contextmanager
+    def store_path(self, storage_id: str, scratch: pathlib.Path) -> Iterator[pathlib.Path]:
+        """A directory to write a checkpoint into; it is uploaded when the block ends without error."""
+        path = scratch / storage_id
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+        self.upload(path, storage_id)
+
+    @contextlib.contextmanager
+    def restore_path(self, storage_id: str, scratch: pathlib.Path) -> Iterator[pathlib.Path]:
+        path = scratch / storage_id
+        self.download(storage_id, path)
+        yield path

@@ -1,0 +1,18 @@
+"""Pick the storage backend for a `checkpoint_storage` config section."""
+
+from __future__ import annotations
+
+from stalwart.api.errors import ConfigError
+from stalwart.storage.base import StorageManager
+from stalwart.storage.shared_fs import SharedFSStorage
+
+
+def make_storage(cfg: dict) -> StorageManager:
+    kind = (cfg or {}).get("type")
+    if kind == "shared_fs":
+        return SharedFSStorage.from_config(cfg)
+    if kind == "directory":
+        return SharedFSStorage(cfg["container_path"])
+    raise ConfigError(
+        f"checkpoint_storage.type: '{kind}' storage is not available in this build; use shared_fs or directory"
+    )

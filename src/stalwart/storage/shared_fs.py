@@ -1,0 +1,65 @@
+"""`shared_fs` checkpoint storage: a directory every agent and the master can see."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import shutil
+from typing import Iterator
+
+from stalwart.api.errors import InvalidRequest, NotFoundError
+from stalwart.storage.base import StorageManager, directory_resources
+
+
+class SharedFSStorage(StorageManager):
+    def __init__(self, host_path: str, storage_path: str | None = None) -> None:
+        base = pathlib.Path(host_path)
+        if storage_path:
+            sp = pathlib.Path(storage_path)
+            base = sp if sp.is_absolute() else base / sp
+        self.base = base
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> "SharedFSStorage":
+        return cls(cfg["host_path"], cfg.get("storage_path"))
+
+    def _dir(self, storage_id: str) -> pathlib.Path:
+        if not storage_id or "/" in storage_id or storage_id in (".", ".."):
+            raise InvalidRequest(f"invalid checkpoint id {storage_id!r}")
+        return self.base / storage_id
+
+    @contextlib.contextmanager
+    def store_path(self, storage_id: str, scratch: pathlib.Path | None = None) -> Iterator[pathlib.Path]:
+        """Write straight into the shared directory: no copy needed."""
+        path = self._dir(storage_id)
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+
+    @contextlib.contextmanager
+    def restore_path(self, storage_id: str, scratch: pathlib.Path | None = None) -> Iterator[pathlib.Path]:
+        path = self._dir(storage_id)
+        if not path.is_dir():
+            raise NotFoundError(f"checkpoint {storage_id} is not in storage at {self.base}")
+        yield path
+
+    def upload(self, src: pathlib.Path, storage_id: str) -> None:
+        dst = self._dir(storage_id)
+        if pathlib.Path(src).resolve() == dst.resolve():
+            return
+        shutil.copytree(src, dst, dirs_exist_ok=True)
+
+    def download(self, storage_id: str, dst: pathlib.Path) -> None:
+        src = self._dir(storage_id)
+        if not src.is_dir():
+            raise NotFoundError(f"checkpoint {storage_id} is not in storage at {self.base}")
+        shutil.copytree(src, dst, dirs_exist_ok=True)
+
+    def delete(self, storage_id: str) -> None:
+        shutil.rmtree(self._dir(storage_id), ignore_errors=True)
+
+    def list(self, storage_id: str) -> dict[str, int]:
+        return directory_resources(self._dir(storage_id))
+
+    def exists(self, storage_id: str) -> bool:
+        return os.path.isdir(self._dir(storage_id))
