@@ -100,6 +100,10 @@ class TrialProcess:
     def _wait(self, readers) -> None:
         assert self.proc is not None
         self.exit_code = self.proc.wait()
+        try:  # nothing the trial started may outlive it (no orphan keeps training beside a restart)
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         for r in readers:
             r.join(timeout=10)
         self._on_exit(self)

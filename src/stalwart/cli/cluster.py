@@ -72,7 +72,7 @@ def master_run(db_url, host, port, home_dir, advertised_url, cluster_token, agen
     token_path = homes.token_file(base)
     token_path.write_text(app.state.master.cluster_token)
     os.chmod(token_path, 0o600)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
 
 
 @click.group("agent", cls=AliasedGroup, aliases={"ls": "list"})

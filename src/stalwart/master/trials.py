@@ -19,11 +19,12 @@ from stalwart.searcher import TrialExit
 def describe_exit(code: int | None) -> str:
     if code is None:
         return "no exit code"
-    if code < 0:
+    sig = -code if code < 0 else code - 128 if 128 < code < 160 else None
+    if sig:
         try:
-            return f"exit code {code} (killed by {signal.Signals(-code).name})"
+            return f"exit code {code} (killed by {signal.Signals(sig).name})"
         except ValueError:
-            return f"exit code {code}"
+            pass
     return f"exit code {code}"
 
 

@@ -41,7 +41,7 @@ def trial(row, extra: dict | None = None) -> dict:
 
 def allocation(row) -> dict:
     return {k: row[k] for k in (
-        "id", "trial_id", "run_id", "agent_id", "slots", "slot_ids", "state", "preempt_requested", "kill_requested",
+        "id", "trial_id", "run_id", "agent_id", "slots", "slot_ids", "state", "pid", "preempt_requested", "kill_requested",
         "exit_code", "exit_reason", "created_at", "started_at", "ended_at",
     )}
 
