@@ -199,6 +199,34 @@ def start_mlflow(root: pathlib.Path, workers: int | None) -> tuple[subprocess.Po
     return proc, url
 
 
+def group_cpu_seconds(pgid: int) -> float:
+    """CPU seconds used so far by every live process in process group `pgid` (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in pathlib.Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # fields[2] is pgrp (field 5 of stat)
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return total
+
+
+def settle(pgids: list[int], what: str, limit: float = 90.0) -> float:
+    """Wait until these process groups use < 5% of a core over 2 s (start-up imports done)."""
+    t_start = time.monotonic()
+    while time.monotonic() - t_start < limit:
+        before = sum(group_cpu_seconds(g) for g in pgids)
+        time.sleep(2.0)
+        if sum(group_cpu_seconds(g) for g in pgids) - before < 0.1:
+            return time.monotonic() - t_start
+    print(f"  warning: {what} still busy after {limit:.0f} s", flush=True)
+    return limit
+
+
 def stop_process(proc: subprocess.Popen | None) -> None:
     if proc is None or proc.poll() is not None:
         return
@@ -294,6 +322,8 @@ def main() -> int:
             (tmp_path / "mlflow").mkdir()
             ml_proc, ml_url = start_mlflow(tmp_path / "mlflow", args.mlflow_workers)
             ml = MlflowClient(tracking_uri=ml_url)
+            pgids = [ml_proc.pid, cluster.master.pid, *(a.pid for a in cluster.agents)]
+            print(f"servers idle after {settle(pgids, 'the servers'):.0f} s", flush=True)
             ml_exp = ml.create_experiment("bench-metrics")
             ctx_dir, warm_dir = write_context(tmp_path, args.steps), write_context(tmp_path, warm_steps)
             print(f"warm-up (discarded): {warm_steps} steps on each", flush=True)

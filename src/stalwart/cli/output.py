@@ -12,7 +12,9 @@ from rich.text import Text
 from rich.table import Table
 
 # markup is off: names, labels and log lines are user text and must print as they are
-console = Console(highlight=False, soft_wrap=True, markup=False)
+# piped output (scripts, logs) gets a wide page instead of Rich's 80 columns
+_width = None if sys.stdout.isatty() else 200
+console = Console(highlight=False, soft_wrap=True, markup=False, width=_width)
 err_console = Console(stderr=True, highlight=False, markup=False)
 
 

@@ -192,7 +192,11 @@ def maybe_finish(m: Master, conn, exp_id: int) -> None:
 def shutdown(m: Master, conn, exp_id: int, failure: bool, reason: str) -> None:
     """The searcher is done: stop what still runs and finish."""
     exp = _experiment(conn, exp_id)
-    if S(exp["state"]).terminal:
+    state = S(exp["state"])
+    if state.terminal:
+        return
+    if state.stopping:  # a user's cancel or kill already decides the outcome
+        maybe_finish(m, conn, exp_id)
         return
     stopping = S.STOPPING_ERROR if failure else S.STOPPING_COMPLETED
     _set_state(conn, exp_id, stopping, error=reason or None)

@@ -1,0 +1,95 @@
+"""The CLI as a user types it: zero-setup local cluster, create --follow, list/describe/logs/checkpoints, down."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from stalwart.testing import free_port
+
+pytestmark = pytest.mark.integration
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+DIGITS = REPO / "examples" / "digits"
+
+
+@pytest.fixture
+def user_env(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("STALWART_MASTER", "DET_MASTER")}
+    env["STALWART_HOME"] = str(tmp_path / "stalwart-home")
+    yield env
+    subprocess.run([sys.executable, "-m", "stalwart.cli.main", "down"], env=env, capture_output=True, timeout=60)
+
+
+def run(env, *args, cwd=None, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "stalwart.cli.main", *args], env=env, capture_output=True,
+                          text=True, timeout=timeout, cwd=cwd)
+
+
+def test_zero_setup_user_journey(user_env, tmp_path):
+    # No master configured and none running: the first command starts the local one and says so.
+    port = free_port()
+    res = run(user_env, "up", "--port", str(port))
+    assert res.returncode == 0, res.stderr
+    assert f"http://127.0.0.1:{port}" in res.stdout
+
+    res = run(user_env, "experiment", "create", str(DIGITS / "const.yaml"), str(DIGITS), "--follow")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "Created experiment 1" in res.stdout
+    assert "final validation_accuracy=" in res.stdout
+    assert "Experiment 1 ended COMPLETED" in res.stdout
+    acc = float(res.stdout.split("final validation_accuracy=")[1].split()[0])
+    assert acc >= 0.9
+
+    listing = run(user_env, "e", "list")
+    assert listing.returncode == 0 and "digits-mlp" in listing.stdout and "COMPLETED" in listing.stdout
+    described = json.loads(run(user_env, "e", "describe", "1", "--json").stdout)
+    assert described["experiment"]["state"] == "COMPLETED"
+    trial_id = described["trials"][0]["id"]
+    assert run(user_env, "e", "wait", "1", "--polling-interval", "0.2").returncode == 0
+    assert "COMPLETED" in run(user_env, "e", "lt", "1").stdout
+    logs = run(user_env, "trial", "logs", str(trial_id))
+    assert logs.returncode == 0 and "validation at steps_completed=400" in logs.stdout
+    assert run(user_env, "t", "logs", str(trial_id), "--follow").returncode == 0  # ends: the trial is over
+    trial = run(user_env, "t", "describe", str(trial_id))
+    assert trial.returncode == 0 and "EXITED" in trial.stdout
+
+    ckpts = json.loads(run(user_env, "e", "list-checkpoints", "1", "--json").stdout)["checkpoints"]
+    uuid = [c for c in ckpts if c["state"] == "COMPLETED"][-1]["uuid"]
+    desc = json.loads(run(user_env, "checkpoint", "describe", uuid, "--json").stdout)
+    assert desc["metadata"]["steps_completed"] == desc["steps_completed"]
+    out = tmp_path / "ckpt"
+    for mode in ("direct", "master"):
+        res = run(user_env, "c", "download", uuid, "-o", str(out / mode), "--mode", mode)
+        assert res.returncode == 0, res.stderr
+        assert (out / mode / "state.pt").is_file() and (out / mode / "metadata.json").is_file()
+
+    agents = run(user_env, "agent", "list", "--json")
+    assert json.loads(agents.stdout)["agents"][0]["slots"] >= 1
+
+    res = run(user_env, "down")
+    assert res.returncode == 0 and "Stopped" in res.stdout
+    res = run(user_env, "-m", f"http://127.0.0.1:{port}", "e", "list")
+    assert res.returncode == 6 and "cannot reach the master" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_first_command_starts_the_local_cluster_when_none_is_configured(user_env):
+    res = run(user_env, "e", "list")
+    assert res.returncode == 0, res.stderr
+    assert "No master configured" in res.stderr and "starting a local cluster" in res.stderr
+    again = run(user_env, "e", "list")
+    assert again.returncode == 0 and "No master configured" not in again.stderr
+
+
+def test_wait_exits_nonzero_unless_completed(user_env, tmp_path):
+    assert run(user_env, "up", "--port", str(free_port())).returncode == 0
+    res = run(user_env, "e", "create", str(DIGITS / "const.yaml"), str(DIGITS), "--paused")
+    assert res.returncode == 0 and "PAUSED" in res.stdout
+    assert run(user_env, "e", "kill", "1").returncode == 0
+    res = run(user_env, "e", "wait", "1", "--polling-interval", "0.2")
+    assert res.returncode == 1 and "CANCELED" in res.stdout
