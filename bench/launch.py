@@ -194,6 +194,8 @@ def print_table(direct: list[dict], clustered: list[dict]) -> dict:
         print(f"{i:>5} {d:>10.0f} {c:>11.0f} {c / d:>7.2f}")
     md, mc = statistics.median(d_lat), statistics.median(c_lat)
     print(f"{'med':>5} {md:>10.0f} {mc:>11.0f} {mc / md:>7.2f}")
+    per_round = statistics.median(c / d for d, c in zip(d_lat, c_lat))
+    print(f"  median of per-round ratios: {per_round:.2f}")
     for name, rows, is_cluster in (("direct", direct, False), ("cluster", clustered, True)):
         per = [stages(r, is_cluster) for r in rows]
         parts = ", ".join(f"{k} {statistics.median(p[k] for p in per):.0f}" for k in per[0])
@@ -206,7 +208,8 @@ def print_table(direct: list[dict], clustered: list[dict]) -> dict:
           f"({verdict} target <= {TARGET}x)")
     if ratio > TARGET:
         explain(direct, clustered)
-    return {"direct_ms": d_lat, "cluster_ms": c_lat, "median_direct_ms": md, "median_cluster_ms": mc, "ratio": ratio}
+    return {"direct_ms": d_lat, "cluster_ms": c_lat, "median_direct_ms": md, "median_cluster_ms": mc, "ratio": ratio,
+            "median_per_round_ratio": per_round}
 
 
 def explain(direct: list[dict], clustered: list[dict]) -> None:
