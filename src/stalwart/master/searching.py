@@ -90,7 +90,7 @@ def on_validation(m: Master, conn, trial: dict, steps_completed: int, metrics: d
     value = metrics.get(name)
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
         return
-    apply(m, conn, exp["id"], search, search.on_validation_completed(trial["request_id"], float(value), steps_completed))
+    apply(m, conn, exp["id"], search, search.on_validation_completed(trial["request_id"], metrics, steps_completed))
 
 
 def on_trial_exit(m: Master, conn, trial: dict, how: TrialExit) -> None:

@@ -51,7 +51,8 @@ class SearchMethod(abc.ABC):
     def initial_operations(self) -> list[Action]: ...
 
     @abc.abstractmethod
-    def on_validation_completed(self, request_id: str, metric: float, steps_completed: int) -> list[Action]: ...
+    def on_validation_completed(self, request_id: str, metrics: dict, steps_completed: int) -> list[Action]:
+        """A trial reported validation `metrics` (the whole dict, so time metrics such as `batches` are there)."""
 
     @abc.abstractmethod
     def on_trial_exited(self, request_id: str, how: TrialExit) -> list[Action]: ...

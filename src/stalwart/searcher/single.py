@@ -21,7 +21,7 @@ class SingleSearch(SearchMethod):
         self._created = True
         return [Create("1", self._hparams, self._seed, self._length)]
 
-    def on_validation_completed(self, request_id: str, metric: float, steps_completed: int) -> list[Action]:
+    def on_validation_completed(self, request_id: str, metrics: dict, steps_completed: int) -> list[Action]:
         return []
 
     def on_trial_exited(self, request_id: str, how: TrialExit) -> list[Action]:
