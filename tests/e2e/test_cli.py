@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
+import time
+
+import httpx
 
 import pytest
 
@@ -88,8 +92,35 @@ def test_first_command_starts_the_local_cluster_when_none_is_configured(user_env
 
 def test_wait_exits_nonzero_unless_completed(user_env, tmp_path):
     assert run(user_env, "up", "--port", str(free_port())).returncode == 0
-    res = run(user_env, "e", "create", str(DIGITS / "const.yaml"), str(DIGITS), "--paused")
-    assert res.returncode == 0 and "PAUSED" in res.stdout
+    res = run(user_env, "e", "create", str(DIGITS / "const.yaml"), str(DIGITS), "--paused",
+              "--config", "name=renamed", "--config", "hyperparameters.hidden=32", "--config", "labels=a,b")
+    assert res.returncode == 0 and "PAUSED" in res.stdout and "renamed" in res.stdout
+    described = json.loads(run(user_env, "e", "describe", "1", "--json").stdout)
+    assert described["config"]["hyperparameters"]["hidden"] == {"type": "const", "val": 32}
+    assert described["experiment"]["labels"] == ["a", "b"]
+    res = run(user_env, "e", "create", str(DIGITS / "const.yaml"), str(DIGITS), "--config", "novalue")
+    assert res.returncode == 2 and "novalue" in res.stderr
     assert run(user_env, "e", "kill", "1").returncode == 0
     res = run(user_env, "e", "wait", "1", "--polling-interval", "0.2")
     assert res.returncode == 1 and "CANCELED" in res.stdout
+
+
+def test_up_foreground_serves_until_interrupted(user_env):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "stalwart.cli.main", "up", "--foreground", "--port", str(port)],
+                            env=user_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            res = run(user_env, "-m", f"127.0.0.1:{port}", "agent", "list", "--json")
+            if res.returncode == 0 and json.loads(res.stdout)["agents"]:
+                break
+            time.sleep(0.5)
+        else:
+            raise AssertionError("the foreground cluster did not come up")
+        spec = httpx.get(f"http://127.0.0.1:{port}/api/v1/openapi.json").json()
+        assert "/api/v1/experiments" in spec["paths"] and spec["info"]["title"] == "Stalwart master"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+    assert run(user_env, "-m", f"127.0.0.1:{port}", "e", "list").returncode == 6

@@ -105,3 +105,7 @@ def test_master_crash_loses_no_acknowledged_metric_and_never_runs_a_trial_twice(
     assert steps == list(range(20, 401, 20))
     runs = c.client().get(f"/trials/{trial_id}")["runs"]
     assert len(runs) == 1, runs  # the same process carried on; nothing was started twice
+    # the agent kept the lines printed while the master was down and shipped them later
+    lines = [l["log"] for l in logs(c, trial_id)]
+    for step in range(20, 401, 20):
+        assert any(f"steps_completed={step} loss=" in line for line in lines), step

@@ -8,13 +8,10 @@ from __future__ import annotations
 import os
 import pathlib
 import re
-import signal
-import subprocess
 import sys
 
 from stalwart.harness.info import get_cluster_info
 
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGWINCH)
 TRIAL_CLASS = re.compile(r"^[\w.]+:[\w.]+$")
 
 
@@ -48,12 +45,16 @@ def main() -> int:
     # `python3` in the entrypoint must be this environment's interpreter.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     argv = command_for(entrypoint, pathlib.Path("startup-hook.sh").is_file())
-    child = subprocess.Popen(argv)
-    for sig in FORWARDED:
-        signal.signal(sig, lambda s, _f: child.send_signal(s))
-    return child.wait()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Become the entrypoint: signals reach it directly and its exit code is the trial's.
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as err:
+        print(f"cannot run entrypoint {entrypoint!r}: {err}", file=sys.stderr)
+        return 127
+    return 0  # not reached
 
 
 if __name__ == "__main__":
-    code = main()
-    sys.exit(code if code >= 0 else 128 - code)
+    sys.exit(main())

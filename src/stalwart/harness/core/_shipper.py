@@ -11,7 +11,8 @@ from stalwart.client import Client
 
 log = logging.getLogger("stalwart.core")
 
-BATCH = 5000
+MAX_REPORTS = 5000
+MAX_POINTS = 50_000  # metric values per POST, so wide reports don't make giant requests
 
 
 class MetricShipper(threading.Thread):
@@ -54,6 +55,14 @@ class MetricShipper(threading.Thread):
                 self._closed = True
                 self._cv.notify_all()
 
+    def _take(self) -> list[dict]:
+        batch, points = [], 0
+        while self._q and len(batch) < MAX_REPORTS and (not batch or points < MAX_POINTS):
+            report = self._q.popleft()
+            points += len(report["metrics"])
+            batch.append(report)
+        return batch
+
     def run(self) -> None:
         while True:
             with self._cv:
@@ -61,7 +70,7 @@ class MetricShipper(threading.Thread):
                     self._cv.wait()
                 if self._closed and not self._q:
                     return
-                batch = [self._q.popleft() for _ in range(min(BATCH, len(self._q)))]
+                batch = self._take()
                 self._inflight = len(batch)
             try:
                 self.client.post(self.path, {"reports": batch})
