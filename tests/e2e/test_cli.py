@@ -54,6 +54,9 @@ def test_zero_setup_user_journey(user_env, tmp_path):
     assert listing.returncode == 0 and "digits-mlp" in listing.stdout and "COMPLETED" in listing.stdout
     described = json.loads(run(user_env, "e", "describe", "1", "--json").stdout)
     assert described["experiment"]["state"] == "COMPLETED"
+    best = described["experiment"]["best_validation"]
+    assert best["metric"] == "validation_accuracy" and best["value"] >= acc - 1e-6
+    assert "Best validation" in run(user_env, "e", "describe", "1").stdout
     trial_id = described["trials"][0]["id"]
     assert run(user_env, "e", "wait", "1", "--polling-interval", "0.2").returncode == 0
     assert "COMPLETED" in run(user_env, "e", "lt", "1").stdout

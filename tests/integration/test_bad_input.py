@@ -128,3 +128,13 @@ def _token_of(c, allocation_id: str) -> str:
     from integration.test_trust import _trial_env
 
     return _trial_env(allocation_id)["STALWART_ALLOCATION_TOKEN"]
+
+
+def test_a_searcher_metric_no_validation_reports_errors_the_experiment_naming_it(cluster):
+    c = cluster
+    exp_id = create(c, digits_config(searcher__metric="val_f1"))
+    d = wait_state(c, exp_id, {"ERROR", "COMPLETED"})
+    assert d["experiment"]["state"] == "ERROR"
+    msg = d["experiment"]["error_message"]
+    assert "searcher metric 'val_f1'" in msg and "validation_accuracy, validation_loss" in msg
+    assert d["trials"][0]["state"] == "ERROR" and d["trials"][0]["restarts"] == 0

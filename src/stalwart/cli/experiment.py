@@ -132,9 +132,16 @@ def describe(ctx, exp_id, as_json) -> None:
         ("Searcher", f"{e['searcher']} (metric {e['metric']}, smaller is better: {e['smaller_is_better']})"),
         ("Labels", ", ".join(e["labels"])), ("Description", e["description"]),
         ("Created", output.when(e["created_at"])), ("Ended", output.when(e["ended_at"])),
+        ("Best validation", _best(e.get("best_validation"))),
         ("Error", e["error_message"]),
     ])
     _trials_table(d["trials"])
+
+
+def _best(best: dict | None) -> str:
+    if not best:
+        return ""
+    return f"{best['metric']}={best['value']:.6g} (trial {best['trial_id']}, steps {best['steps_completed']})"
 
 
 def _trials_table(trials: list[dict]) -> None:

@@ -199,6 +199,14 @@ def shutdown(m: Master, conn, exp_id: int, failure: bool, reason: str) -> None:
         maybe_finish(m, conn, exp_id)
         return
     stopping = S.STOPPING_ERROR if failure else S.STOPPING_COMPLETED
+    if failure:
+        last = conn.execute(
+            sa.select(t.trials.c.id, t.trials.c.error_message)
+            .where(t.trials.c.experiment_id == exp_id, t.trials.c.state == S.ERROR.value)
+            .order_by(t.trials.c.ended_at.desc()).limit(1)
+        ).first()
+        if last is not None and last.error_message:
+            reason = f"{reason or 'the search failed'}: {last.error_message}"
     _set_state(conn, exp_id, stopping, error=reason or None)
     for alloc in _live_allocations(conn, exp_id):
         request_preemption(m, conn, alloc["id"])

@@ -89,6 +89,12 @@ def on_validation(m: Master, conn, trial: dict, steps_completed: int, metrics: d
     name = exp["config"]["searcher"]["metric"]
     value = metrics.get(name)
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        from stalwart.master import trials
+
+        reported = ", ".join(sorted(metrics)) or "none"
+        trials.fail_trial(m, conn, trial, (
+            f"searcher metric '{name}' is missing from the validation metrics reported at "
+            f"steps_completed={steps_completed} (reported: {reported}); report it or change searcher.metric"))
         return
     apply(m, conn, exp["id"], search, search.on_validation_completed(trial["request_id"], metrics, steps_completed))
 

@@ -103,6 +103,20 @@ def _failed(m: Master, conn, trial: dict, exp, alloc, exit_code: int | None) -> 
                 "WARNING", alloc["id"])
 
 
+def fail_trial(m: Master, conn, trial: dict, error: str) -> None:
+    """End a trial in ERROR at once (a mistake no restart can fix); its processes are killed."""
+    if S(trial["state"]).terminal:
+        return
+    for alloc in conn.execute(
+        sa.select(t.allocations).where(
+            t.allocations.c.trial_id == trial["id"], t.allocations.c.state != AllocationState.TERMINATED.value)
+    ).mappings().all():
+        experiments.request_kill(m, conn, alloc)
+    master_line(conn, trial["id"], error, "ERROR")
+    _finish_trial(m, conn, trial, S.ERROR, TrialExit.ERRORED, error)
+    experiments.maybe_finish(m, conn, trial["experiment_id"])
+
+
 def kill_trial(m: Master, trial_id: int) -> None:
     with m.db.begin() as conn:
         trial = dict(Master.get_row(conn, t.trials, trial_id, "trial"))

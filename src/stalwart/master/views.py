@@ -82,3 +82,20 @@ def trial_summaries(conn, trial_ids: list[int]) -> dict[int, dict]:
         ).scalar()
         out[tid]["latest_validation"] = {"steps_completed": steps, "metrics": m}
     return out
+
+
+def best_validation(conn, exp_row) -> dict | None:
+    """The experiment's best validation of searcher.metric: {trial_id, steps_completed, value}."""
+    searcher = exp_row["config"]["searcher"]
+    name, smaller = searcher["metric"], searcher.get("smaller_is_better", True)
+    rows = conn.execute(
+        sa.select(t.metrics.c.trial_id, t.metrics.c.steps_completed, t.metrics.c.metrics)
+        .join(t.trials, t.trials.c.id == t.metrics.c.trial_id)
+        .where(t.trials.c.experiment_id == exp_row["id"], t.metrics.c.group_name == "validation")
+    ).all()
+    found = [(r.metrics[name], r.trial_id, r.steps_completed) for r in rows
+             if isinstance(r.metrics.get(name), (int, float)) and not isinstance(r.metrics.get(name), bool)]
+    if not found:
+        return None
+    value, trial_id, steps = (min if smaller else max)(found, key=lambda f: f[0])
+    return {"trial_id": trial_id, "steps_completed": steps, "value": value, "metric": name}

@@ -52,11 +52,12 @@ NEVER = Batch(sys.maxsize)
 
 
 def from_length(length: Length | dict | Any, global_batch_size: int | None = None, *,
-                zero_is_never: bool = False) -> TrainUnit | None:
+                records_per_epoch: int = 0, zero_is_never: bool = False) -> TrainUnit | None:
     """A config length (`{batches|records|epochs: n}` or a Length) as a TrainUnit.
 
-    Records are converted with `global_batch_size`. With `zero_is_never`, a length of 0 means "never"
-    and gives None (how `min_validation_period: {batches: 0}` reads).
+    Records are converted with `global_batch_size`; epochs too when `records_per_epoch` is set (else
+    an epoch is one pass over the training loader). With `zero_is_never`, a length of 0 means
+    "never" and gives None (how `min_validation_period: {batches: 0}` reads).
     """
     if not isinstance(length, Length):
         length = parse_length(length, "length", allow_bare_int=True)
@@ -65,6 +66,8 @@ def from_length(length: Length | dict | Any, global_batch_size: int | None = Non
     if length.unit == "batches":
         return Batch(length.value)
     if length.unit == "epochs":
+        if records_per_epoch > 0 and global_batch_size:
+            return Batch._from_records(length.value * records_per_epoch, int(global_batch_size))
         return Epoch(length.value)
     if not global_batch_size:
         raise ValueError(

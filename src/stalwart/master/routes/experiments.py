@@ -73,8 +73,9 @@ async def describe(request: Request, exp_id: int) -> dict:
             sa.select(t.trials).where(t.trials.c.experiment_id == exp_id).order_by(t.trials.c.id)
         ).mappings().all()
         summaries = views.trial_summaries(conn, [tr["id"] for tr in trials])
+        best = views.best_validation(conn, row)
     return {
-        "experiment": views.experiment(row),
+        "experiment": {**views.experiment(row), "best_validation": best},
         "config": row["config"],
         "trials": [views.trial(tr, summaries.get(tr["id"])) for tr in trials],
     }
@@ -125,14 +126,7 @@ async def best_validation(request: Request, exp_id: int) -> dict:
     m = master(request)
     with m.db.begin() as conn:
         row = Master.get_row(conn, t.experiments, exp_id, "experiment")
-        name = row["config"]["searcher"]["metric"]
-        values = conn.execute(
-            sa.select(t.metrics.c.metrics)
-            .join(t.trials, t.trials.c.id == t.metrics.c.trial_id)
-            .where(t.trials.c.experiment_id == exp_id, t.metrics.c.group_name == "validation")
-        ).scalars()
-        found = [v[name] for v in values if isinstance(v.get(name), (int, float))]
-    if not found:
-        raise NotFoundError(f"experiment {exp_id} has no validation of '{name}' yet")
-    smaller = row["config"]["searcher"].get("smaller_is_better", True)
-    return {"metric": min(found) if smaller else max(found)}
+        best = views.best_validation(conn, row)
+    if best is None:
+        raise NotFoundError(f"experiment {exp_id} has no validation of '{row['config']['searcher']['metric']}' yet")
+    return {"metric": best["value"]}

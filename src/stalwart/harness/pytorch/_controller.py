@@ -1,0 +1,430 @@
+"""The training loop behind Trainer.fit(): train in periods, report, validate, checkpoint, resume exactly."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import logging
+import sys
+from typing import Any, Iterator
+
+import torch
+
+from stalwart.harness.core import EarlyExitReason
+from stalwart.harness.errors import InvalidHP
+from stalwart.harness.pytorch import _checkpoint as ckpt
+from stalwart.harness.pytorch._callback import PyTorchCallback
+from stalwart.harness.pytorch._context import PyTorchTrialContext
+from stalwart.harness.pytorch._data import DataLoader
+from stalwart.harness.pytorch._reducer import Reducer, batch_rows, columns, plain, reduce_columns
+from stalwart.harness.pytorch._trial import PyTorchTrial
+from stalwart.harness.pytorch._units import Batch, Epoch, TrainUnit
+
+log = logging.getLogger("stalwart.pytorch")
+
+TRAIN, VALIDATE, CHECKPOINT, REPORT, STOP = "train", "validate", "checkpoint", "report", "stop"
+_ORDER = (TRAIN, VALIDATE, CHECKPOINT, REPORT, STOP)
+
+
+class ShouldExit(Exception):
+    """Leaves the training loop from anywhere; the loop checkpoints unsaved work unless told not to."""
+
+    def __init__(self, skip_exit_checkpoint: bool = False, user_stop: bool = False) -> None:
+        super().__init__()
+        self.skip_exit_checkpoint = skip_exit_checkpoint
+        self.user_stop = user_stop
+
+
+@dataclasses.dataclass
+class FitSettings:
+    """Trainer.fit()'s arguments, resolved for on- or off-cluster training."""
+
+    max_length: TrainUnit
+    validation_period: TrainUnit
+    checkpoint_period: TrainUnit
+    reporting_period: TrainUnit
+    checkpoint_policy: str
+    latest_checkpoint: str | None
+    step_zero_validation: bool
+    test_mode: bool
+    searcher_metric: str | None
+    smaller_is_better: bool
+    on_cluster: bool
+    trial_id: int
+    data_seed: int
+
+
+def _overrides(method: Any, base: type, name: str) -> bool:
+    return getattr(type(method.__self__), name) is not getattr(base, name)
+
+
+def _repeat_plain(loader: Any, skip: int) -> Iterator:
+    """A user's torch DataLoader, repeated epoch after epoch, its first `skip` batches dropped."""
+    while True:
+        empty = True
+        for batch in loader:
+            empty = False
+            if skip:
+                skip -= 1
+                continue
+            yield batch
+        if empty:
+            raise ValueError("the training data loader yields no batches")
+
+
+class TrialController:
+    def __init__(self, trial: PyTorchTrial, context: PyTorchTrialContext, settings: FitSettings) -> None:
+        if not isinstance(trial, PyTorchTrial):
+            raise TypeError(f"Trainer needs a PyTorchTrial, got {type(trial).__name__}")
+        if not context.models:
+            raise ValueError("the trial wrapped no model: call context.wrap_model() in __init__")
+        if not context.optimizers:
+            raise ValueError("the trial wrapped no optimizer: call context.wrap_optimizer() in __init__")
+        self.trial, self.context, self.s = trial, context, settings
+        self.core = context._core
+        self.dist = context.distributed
+        self.is_chief = self.dist.rank == 0
+        self.evaluate_batch_defined = _overrides(trial.evaluate_batch, PyTorchTrial, "evaluate_batch")
+        if self.evaluate_batch_defined == _overrides(trial.evaluate_full_dataset, PyTorchTrial,
+                                                     "evaluate_full_dataset"):
+            raise ValueError("define exactly one of evaluate_batch() and evaluate_full_dataset()")
+        self._eval_takes_idx = "batch_idx" in inspect.signature(trial.evaluate_batch).parameters
+        self.callbacks: dict[str, PyTorchCallback] = trial.build_callbacks() or {}
+        self.state = ckpt.TrialState(trial_id=settings.trial_id, data_seed=settings.data_seed)
+        self.checkpoints: list[str] = []
+        self._policy = settings.checkpoint_policy
+        if self._policy == "best" and not settings.searcher_metric:
+            log.warning("checkpoint_policy='best' needs searcher.metric in the experiment config: using 'all'")
+            self._policy = "all"
+        self._boundaries = [(TRAIN, Batch(1) if settings.test_mode else settings.max_length),
+                            (VALIDATE, settings.validation_period), (CHECKPOINT, settings.checkpoint_period),
+                            (REPORT, settings.reporting_period)]
+
+    # -- set-up ---------------------------------------------------------------------------------
+    def run(self) -> None:
+        with contextlib.ExitStack() as stack:
+            loaded = self._read_checkpoint()
+            for cb in self.callbacks.values():
+                cb.on_trial_startup(self.state.batches_trained, self.s.latest_checkpoint)
+                stack.callback(cb.on_trial_shutdown)
+            self._build_loaders()
+            self._train_iter = iter(self._train_loader)
+            stack.callback(self._close_iterator)
+            if loaded is not None:
+                for cb in self.callbacks.values():
+                    cb.on_checkpoint_load_start(loaded)
+                ckpt.apply_state(loaded, self.context, self.callbacks)
+            self.context._steps_completed = self.state.batches_trained
+            for cb in self.callbacks.values():
+                cb.on_training_start()
+            self._run()
+
+    def _close_iterator(self) -> None:
+        del self._train_iter
+
+    def _read_checkpoint(self) -> dict | None:
+        uuid = self.s.latest_checkpoint
+        if uuid is None:
+            return None
+        log.info("restoring trial from checkpoint %s", uuid)
+        with self.core.checkpoint.restore_path(uuid) as path:
+            loaded, data = ckpt.read(path)
+            saved = ckpt.read_trial_state(path, data)
+        if saved is not None and saved.get("trial_id", 0) == self.s.trial_id:
+            self.state = ckpt.TrialState.from_dict(saved)
+            if self.state.data_seed is None:
+                self.state.data_seed = self.s.data_seed
+        else:
+            log.info("checkpoint %s is from another trial: loading its weights, starting at batch 0", uuid)
+        return loaded
+
+    def _build_loaders(self) -> None:
+        size, rank, seed = self.dist.size, self.dist.rank, self.state.data_seed
+        train = self.trial.build_training_data_loader()
+        if isinstance(train, DataLoader):
+            self._train_loader: Any = train.get_data_loader(repeat=True, skip=self.state.batches_trained,
+                                                            num_replicas=size, rank=rank, seed=seed)
+            epoch_len = len(self._train_loader)
+        else:
+            self._warn_plain_loader("build_training_data_loader", train)
+            try:
+                epoch_len = len(train)
+            except TypeError:
+                epoch_len = sys.maxsize
+            self._train_loader = _repeat_plain(train, self.state.batches_trained)
+        self.context._epoch_len = self.dist.broadcast(epoch_len)
+        if self.context._epoch_len < 1:
+            raise ValueError("the training data loader yields no batches")
+        self._val_loader: Any = None
+        val = self.trial.build_validation_data_loader()
+        if not isinstance(val, DataLoader):
+            self._warn_plain_loader("build_validation_data_loader", val)
+            self._val_loader = val
+        elif self.evaluate_batch_defined:
+            self._val_loader = val.get_data_loader(num_replicas=size, rank=rank, seed=seed)
+        elif self.is_chief:
+            self._val_loader = val.get_data_loader(seed=seed)
+
+    def _warn_plain_loader(self, where: str, loader: Any) -> None:
+        if not self.context.experimental._data_repro_checks_disabled:
+            log.warning("%s() returned a %s, not a stalwart.pytorch.DataLoader: it is not sharded by rank, and a "
+                        "resumed trial sees the same data order only if the loader's order is fixed",
+                        where, type(loader).__name__)
+
+    # -- the loop -------------------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            if self.s.step_zero_validation and self.state.batches_trained == 0 and self.state.last_val == 0 \
+                    and not self.s.test_mode:
+                self._validate()
+            length = self._boundaries[0][1]
+            while self._remaining(length) > 0:
+                hit, metrics = self._train_period()
+                self._report_training(metrics)
+                for kind in _ORDER:
+                    if kind in hit:
+                        self._on_boundary(kind)
+                        self._check_stop()
+            if not self._validation_is_current():
+                self._validate()
+            if not self._checkpoint_is_current():
+                self._checkpoint()
+            self._report_progress(final=True)
+        except ShouldExit as e:
+            if not e.skip_exit_checkpoint and not self._checkpoint_is_current():
+                self._checkpoint()
+            if e.user_stop and self.s.on_cluster and self.is_chief:
+                self.core.train.report_early_exit(EarlyExitReason.USER_REQUESTED_STOP)
+        except InvalidHP:
+            if not self._checkpoint_is_current():
+                self._checkpoint()
+            raise
+
+    def _remaining(self, unit: TrainUnit) -> int:
+        if not isinstance(unit.value, int):
+            raise TypeError("max_length must be Batch(n) or Epoch(n) with an int n")
+        done = self.state.epochs_trained if isinstance(unit, Epoch) else self.state.batches_trained
+        return unit.value - done
+
+    def _checkpoint_is_current(self) -> bool:
+        return self.state.last_ckpt == self.state.batches_trained
+
+    def _validation_is_current(self) -> bool:
+        return self.state.last_val == self.state.batches_trained
+
+    def _on_boundary(self, kind: str) -> None:
+        if kind in (TRAIN, REPORT):
+            self._report_progress()
+        elif kind == VALIDATE and not self._validation_is_current():
+            self._validate()
+        elif kind == CHECKPOINT and not self._checkpoint_is_current():
+            self._checkpoint()
+
+    def _check_stop(self) -> None:
+        if self.core.preempt.should_preempt():
+            log.info("preemption requested: checkpointing and exiting")
+            raise ShouldExit()
+        if self.context.get_stop_requested():
+            raise ShouldExit(user_stop=True)
+
+    def _train_period(self) -> tuple[set, list]:
+        """Train until a boundary (validation, checkpoint, report, the end...) is reached."""
+        ctx, state, callbacks = self.context, self.state, list(self.callbacks.values())
+        for model in ctx.models:
+            model.train()
+        ctx.reset_reducers()
+        epoch_len = ctx._epoch_len
+        batch_bounds = [(k, u) for k, u in self._boundaries if isinstance(u, Batch)]
+        epoch_bounds = [(k, u) for k, u in self._boundaries if isinstance(u, Epoch)]
+        to_device = ctx.to_device if ctx.experimental._auto_to_device else None
+        metrics: list = []
+        hit: set = set()
+        while not hit:
+            batch_idx = state.batches_trained
+            epoch_idx, in_epoch = divmod(batch_idx, epoch_len)
+            batch = next(self._train_iter)
+            ctx._current_batch_idx = batch_idx
+            if in_epoch == 0:
+                for cb in callbacks:
+                    cb.on_training_epoch_start(epoch_idx)
+            metrics.append(self._train_batch(batch if to_device is None else to_device(batch), epoch_idx, batch_idx))
+            state.batches_trained = batches = batch_idx + 1
+            for kind, unit in batch_bounds:
+                if unit.should_stop(batches):
+                    hit.add(kind)
+            if in_epoch == epoch_len - 1:
+                for cb in callbacks:
+                    cb.on_training_epoch_end(epoch_idx)
+                state.epochs_trained += 1
+                for kind, unit in epoch_bounds:
+                    if unit.should_stop(epoch_idx + 1):
+                        hit.add(kind)
+            if ctx._stop_requested:
+                hit.add(STOP)
+        return hit, metrics
+
+    def _train_batch(self, batch: Any, epoch_idx: int, batch_idx: int) -> dict:
+        ctx = self.context
+        out = self.trial.train_batch(batch=batch, epoch_idx=epoch_idx, batch_idx=batch_idx)
+        if isinstance(out, torch.Tensor):
+            out = {"loss": out.detach()}
+        elif isinstance(out, dict):
+            out = {k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in out.items()}
+        else:
+            raise TypeError(f"train_batch() must return a Tensor or a dict of metrics, got {type(out).__name__}")
+        if (ctx.lr_schedulers or ctx.experimental._auto_amp) and ctx._should_communicate_and_update():
+            if ctx.experimental._auto_amp and ctx._scaler is not None:
+                ctx._scaler.update()
+            for scheduler in ctx.lr_schedulers:
+                scheduler.auto_step(batch_idx, ctx._epoch_len, ctx._aggregation_frequency)
+        return out
+
+    # -- reporting ------------------------------------------------------------------------------
+    def _with_progress(self, metrics: dict) -> dict:
+        """`batches` and `epochs` (completed) added, unless the trial reports metrics of those names."""
+        return {"batches": self.state.batches_trained, "epochs": self.state.epochs_trained, **metrics}
+
+    def _report_training(self, batch_metrics: list[dict]) -> None:
+        cols = columns(batch_metrics)
+        avg = reduce_columns(cols, Reducer.AVG, self.dist.allgather, self.dist.size)
+        avg.update({k: plain(v) for k, v in self.context.reduce_metrics(for_training=True).items()})
+        if self.is_chief:
+            self.core.train.report_training_metrics(self.state.batches_trained, self._with_progress(avg))
+            self._log_tensorboard("train", avg)
+        if self.callbacks:
+            rows = batch_rows(cols)
+            for cb in self.callbacks.values():
+                cb.on_training_workload_end(avg_metrics=avg, batch_metrics=rows)
+
+    def _report_progress(self, final: bool = False) -> None:
+        if not (self.s.on_cluster and self.is_chief):
+            return
+        length = self._boundaries[0][1]
+        done = self.state.epochs_trained if isinstance(length, Epoch) else self.state.batches_trained
+        fraction = 1.0 if final else min(1.0, done / max(int(length.value), 1))
+        self.core.train.report_progress(fraction)
+
+    def _log_tensorboard(self, group: str, metrics: dict) -> None:
+        if not self.context.get_enable_tensorboard_logging():
+            return
+        try:
+            writer = self.context.get_tensorboard_writer()
+        except RuntimeError:
+            self.context.set_enable_tensorboard_logging(False)
+            log.debug("tensorboard is not installed: metrics are not written to TensorBoard files")
+            return
+        for name, value in metrics.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                writer.add_scalar(f"{group}/{name}", value, self.state.batches_trained)
+        writer.flush()
+
+    # -- validation -----------------------------------------------------------------------------
+    def _validate(self) -> dict:
+        ctx = self.context
+        ctx.reset_reducers()
+        for model in ctx.models:
+            model.eval()
+        for cb in self.callbacks.values():
+            cb.on_validation_start()
+        with ckpt.rng_isolated(ctx), torch.no_grad():
+            metrics = self._evaluate_batches() if self.evaluate_batch_defined else self._evaluate_full()
+            metrics.update({k: plain(v) for k, v in ctx.reduce_metrics(for_training=False).items()})
+        if self.dist.size > 1 and not self.evaluate_batch_defined:
+            metrics = self.dist.broadcast(metrics)
+        for cb in self.callbacks.values():
+            cb.on_validation_end(metrics)
+        self.state.last_val = self.state.batches_trained
+        should_checkpoint = False
+        if self.is_chief:
+            searcher_value = self._searcher_value(metrics)
+            before = self._best_before()
+            self.core.train.report_validation_metrics(self.state.batches_trained, self._with_progress(metrics))
+            self._log_tensorboard("val", metrics)
+            should_checkpoint = self._policy_says_checkpoint(searcher_value, before)
+        if self.dist.broadcast(should_checkpoint) and not self._checkpoint_is_current():
+            self._checkpoint()
+        return metrics
+
+    def _evaluate_batches(self) -> dict:
+        for cb in self.callbacks.values():
+            cb.on_validation_epoch_start()
+        to_device = self.context.to_device if self.context.experimental._auto_to_device else (lambda b: b)
+        outputs = []
+        for idx, batch in enumerate(self._val_loader):
+            batch = to_device(batch)
+            out = (self.trial.evaluate_batch(batch=batch, batch_idx=idx) if self._eval_takes_idx
+                   else self.trial.evaluate_batch(batch=batch))
+            if not isinstance(out, dict):
+                raise TypeError(f"evaluate_batch() must return a dict of metrics, got {type(out).__name__}")
+            outputs.append(out)
+            if self.s.test_mode:
+                break
+        if not outputs and self.dist.size == 1:
+            raise RuntimeError("the validation data loader yields no batches")
+        for cb in self.callbacks.values():
+            cb.on_validation_epoch_end(outputs)
+        return reduce_columns(columns(outputs), self.trial.evaluation_reducer(), self.dist.allgather, self.dist.size)
+
+    def _evaluate_full(self) -> dict:
+        if not self.is_chief:
+            return {}
+        out = self.trial.evaluate_full_dataset(data_loader=self._val_loader)
+        if not isinstance(out, dict):
+            raise TypeError(f"evaluate_full_dataset() must return a dict of metrics, got {type(out).__name__}")
+        return {k: plain(v) for k, v in out.items()}
+
+    def _searcher_value(self, metrics: dict) -> float | None:
+        name = self.s.searcher_metric
+        if not name:
+            return None
+        if name not in metrics:
+            if self.s.on_cluster or self._policy == "best":
+                raise RuntimeError(f"the searcher metric {name!r} is not among the validation metrics "
+                                   f"{sorted(metrics)}")
+            return None
+        value = metrics[name]
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise RuntimeError(f"the searcher metric {name!r} must be a number, got {value!r}")
+        return float(value)
+
+    def _best_before(self) -> float | None:
+        if self._policy != "best":
+            return None
+        if self.s.on_cluster:
+            return self.core.train.get_experiment_best_validation()
+        return self.state.best_validation
+
+    def _policy_says_checkpoint(self, value: float | None, before: float | None) -> bool:
+        if self._policy == "all":
+            return True
+        if self._policy != "best" or value is None:
+            return False
+        better = before is None or (value < before if self.s.smaller_is_better else value > before)
+        if better:
+            self.state.best_validation = value
+        return better
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def _checkpoint(self) -> None:
+        self.state.last_ckpt = self.state.batches_trained
+        uuid = ""
+        if self.is_chief:
+            metadata = {"steps_completed": self.state.batches_trained, "framework": f"torch-{torch.__version__}",
+                        "format": "pickle", "trainer": "stalwart.pytorch"}
+            with self.core.checkpoint.store_path(metadata) as (path, storage_id):
+                self._save(path)
+                uuid = storage_id
+        uuid = self.dist.broadcast(uuid)
+        self.checkpoints.append(uuid)
+        for cb in self.callbacks.values():
+            cb.on_checkpoint_upload_end(uuid=uuid)
+
+    def _save(self, path: Any) -> None:
+        state = ckpt.build_state(self.context, self.callbacks)
+        for cb in self.callbacks.values():
+            cb.on_checkpoint_save_start(state)
+        ckpt.write(path, state, ckpt.load_data(self.context, self.trial, self.state))
+        for cb in self.callbacks.values():
+            cb.on_checkpoint_end(str(path))
+            cb.on_checkpoint_write_end(str(path))

@@ -1,0 +1,374 @@
+"""Stop-based ASHA: `async_halving` (one bracket) and `adaptive_asha` (a tournament of brackets).
+
+Exact Determined 0.38 semantics (`asha_stopping.go`, `adaptive_asha.go`, `tournament.go`).
+
+Lengths. `T` is `max_time` in units of `time_metric`, or the legacy `max_length` value in its unit
+(then the time metric is that unit: `batches`, `records` or `epochs`). A validation's time is
+`metrics[time_metric]`; when the time metric is `batches` and absent, `steps_completed` is used.
+A validation without the searcher metric or the time value ends the search as a failure (as in
+Determined, where both must be present). Rung `i` of a bracket with `R` rungs and divisor `d`
+needs `units_i = max(floor(T / d^(R-1-i)), 1)`; the last rung needs `T`.
+
+One bracket (`async_halving`, `num_rungs` = R):
+
+1. Initial trials: `min(mct, max_trials)` when `max_concurrent_trials` (mct) > 0, else
+   `clamp(d^(R-1), 1, max_trials)`.
+2. On a validation (metric negated when `smaller_is_better` is false), from the trial's current
+   rung and while `time >= units(rung)`: insert the metric into the rung's sorted list (after
+   equal values); at the last rung `Stop` the trial (it is finished); otherwise with
+   `keep = max(floor(len(rung) / d), 1)`, `Stop` it if its position is `>= keep`, else move it up
+   a rung and go on.
+3. Whenever a `Stop` is issued and fewer than `max_trials` valid trials exist, `Create` one.
+4. INVALID_HP: the trial's metrics leave every rung and a replacement is always created (it does
+   not count). ERRORED / CANCELED: a worst value is recorded at the trial's current rung and a
+   replacement is created while under `max_trials`. A trial that ends on its own
+   (COMPLETED / USER_REQUESTED_STOP) gets no replacement.
+5. Progress: `rung0_count / (1.2 * max_trials)`; once all trials are created,
+   `max(that, exited_valid / max_trials)`.
+
+Validations from a trial that was already stopped or has exited are ignored (Determined would
+record a second entry for it). `Shutdown` once every created trial has exited; it is a failure
+when every valid trial errored.
+
+Tournament (`adaptive_asha`):
+
+1. `maxRungs = min(max_rungs, floor(log_d T) + 1, floor(log_d max_trials) + 1)` (computed with
+   exact integer logarithms for integral d, where Go's float log can be off by one, e.g. log_10 1000).
+2. Rungs per bracket, unless `bracket_rungs` is given: aggressive `[maxRungs]`, standard
+   `[(maxRungs-1)//2 + 1 .. maxRungs]`, conservative `[1 .. maxRungs]`; sorted descending.
+3. Trials per bracket: `w_b = d^(r_b - 1) / r_b`, `trials_b = max(floor(w_b / sum(w) * max_trials), 1)`,
+   the remainder to bracket 0.
+4. Concurrency per bracket: mct 0 gives every bracket `max(trials_last_bracket, int(d))`; else mct is
+   raised to at least the number of brackets, each gets `mct // n` and the remainder goes one each
+   to the first brackets.
+5. Every bracket runs the algorithm above; events go to the bracket that created the trial.
+   Progress is the mean of the brackets' progress; `Shutdown` when every bracket is done.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping
+from typing import Any
+
+from stalwart.api.errors import ConfigError
+from stalwart.searcher._common import (
+    WORST,
+    MetricReader,
+    SearchContext,
+    clamp_progress,
+    floor_log,
+    rung_units,
+)
+from stalwart.searcher.base import Action, Create, SearchMethod, Shutdown, Stop, TrialExit
+from stalwart.searcher.space import HParamSpace
+
+MODES = ("aggressive", "standard", "conservative")
+
+
+def max_rungs_for(max_rungs: int, total: int, max_trials: int, divisor: float) -> int:
+    return max(1, min(max_rungs, floor_log(total, divisor) + 1, floor_log(max_trials, divisor) + 1))
+
+
+def bracket_rungs_for(mode: str, max_rungs: int) -> list[int]:
+    if mode == "aggressive":
+        rungs = [max_rungs]
+    elif mode == "conservative":
+        rungs = list(range(1, max_rungs + 1))
+    elif mode == "standard":
+        rungs = list(range((max_rungs - 1) // 2 + 1, max_rungs + 1))
+    else:
+        raise ConfigError(f"searcher.mode: expected one of {', '.join(MODES)}, got {mode!r}",
+                          details=[f"searcher.mode: expected one of {', '.join(MODES)}, got {mode!r}"])
+    return sorted(rungs, reverse=True)
+
+
+def bracket_max_trials(max_trials: int, divisor: float, brackets: list[int]) -> list[int]:
+    weights = [divisor ** (r - 1) / r for r in brackets]
+    total = sum(weights)
+    out = [max(int(w / total * max_trials), 1) for w in weights]
+    out[0] += max_trials - sum(out)
+    return out
+
+
+def bracket_max_concurrent(mct: int, divisor: float, trials: list[int]) -> list[int]:
+    n = len(trials)
+    if mct == 0:
+        return [max(trials[-1], int(divisor))] * n
+    mct = max(mct, n)
+    out = [mct // n] * n
+    for i in range(mct % n):
+        out[i] += 1
+    return out
+
+
+def plan_brackets(searcher: Mapping, total: int) -> tuple[list[int], list[int], list[int]]:
+    """`(rungs, max_trials, max_concurrent)` per bracket for an adaptive config."""
+    divisor = float(searcher.get("divisor") or 4)
+    max_trials = int(searcher["max_trials"])
+    mct = searcher.get("max_concurrent_trials")
+    mct = 16 if mct is None else int(mct)
+    rungs = list(searcher.get("bracket_rungs") or [])
+    if rungs:
+        rungs = sorted((int(r) for r in rungs), reverse=True)
+    else:
+        cap = max_rungs_for(int(searcher.get("max_rungs") or 5), total, max_trials, divisor)
+        rungs = bracket_rungs_for(str(searcher.get("mode") or "standard"), cap)
+    trials = bracket_max_trials(max_trials, divisor, rungs)
+    return rungs, trials, bracket_max_concurrent(mct, divisor, trials)
+
+
+def _metric_of(entry: list) -> float:
+    return entry[0]
+
+
+def _insert(rung: list[list], metric: float, rid: str) -> int:
+    """Insert into an ascending list of `[metric, rid, ...]`, after equal values; the index."""
+    pos = bisect.bisect_right(rung, metric, key=_metric_of)
+    rung.insert(pos, [metric, rid])
+    return pos
+
+
+class Bracket:
+    """One stop-based ASHA bracket."""
+
+    def __init__(self, ctx: SearchContext, space: HParamSpace, *, num_rungs: int, divisor: float,
+                 max_trials: int, max_concurrent: int, total: int) -> None:
+        self.ctx = ctx
+        self.space = space
+        self.num_rungs = num_rungs
+        self.divisor = divisor
+        self.max_trials = max_trials
+        self.max_concurrent = max_concurrent
+        self.total = total
+        self.units = rung_units(total, divisor, num_rungs)
+        self.rungs: list[list[list]] = [[] for _ in range(num_rungs)]
+        self.trial_rung: dict[str, int] = {}
+        self.stopped: set[str] = set()
+        self.exited: set[str] = set()
+        self.early_exit: set[str] = set()
+        self.invalid = 0
+        self.exited_valid = 0
+        self.errored = 0
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    @property
+    def valid_trials(self) -> int:
+        return len(self.trial_rung) - self.invalid
+
+    def done(self) -> bool:
+        return bool(self.trial_rung) and len(self.exited) == len(self.trial_rung)
+
+    def wants(self, rid: str) -> bool:
+        """Whether a validation from `rid` can matter (a live trial not yet stopped)."""
+        return rid in self.trial_rung and rid not in self.stopped and rid not in self.exited
+
+    def create(self) -> Create:
+        hparams = self.space.sample(self.ctx.rng)
+        seed = self.ctx.trial_seed()
+        rid = self.ctx.new_request_id()
+        self.trial_rung[rid] = 0
+        return Create(rid, hparams, seed, self.total)
+
+    def initial_trials(self) -> int:
+        if self.max_concurrent > 0:
+            return min(self.max_concurrent, self.max_trials)
+        return max(1, min(int(self.divisor ** (self.num_rungs - 1)), self.max_trials))
+
+    def initial_operations(self) -> list[Action]:
+        return [self.create() for _ in range(self.initial_trials())]
+
+    # -- events -------------------------------------------------------------------------------
+
+    def on_validation(self, rid: str, metric: float, time: float) -> list[Action]:
+        if not self.wants(rid):
+            return []
+        actions: list[Action] = []
+        rung_index = self.trial_rung[rid]
+        while rung_index < self.num_rungs and time >= self.units[rung_index]:
+            rung = self.rungs[rung_index]
+            pos = _insert(rung, metric, rid)
+            if rung_index == self.num_rungs - 1:
+                actions.append(self._stop(rid))
+                break
+            keep = max(int(len(rung) // self.divisor), 1)
+            if pos >= keep:
+                actions.append(self._stop(rid))
+                break
+            rung_index += 1
+            self.trial_rung[rid] = rung_index
+        if actions and self.valid_trials < self.max_trials:
+            actions.append(self.create())
+        return actions
+
+    def _stop(self, rid: str) -> Stop:
+        self.stopped.add(rid)
+        return Stop(rid)
+
+    def on_exit(self, rid: str, how: TrialExit) -> list[Action]:
+        if rid not in self.trial_rung or rid in self.exited:
+            return []
+        self.exited.add(rid)
+        if how is TrialExit.INVALID_HP:
+            for rung in self.rungs[: self.trial_rung[rid] + 1]:
+                rung[:] = [entry for entry in rung if entry[1] != rid]
+            self.invalid += 1
+            return [self.create()]
+        self.exited_valid += 1
+        if how in (TrialExit.ERRORED, TrialExit.CANCELED) and rid not in self.stopped:
+            if how is TrialExit.ERRORED:
+                self.errored += 1
+            self.early_exit.add(rid)
+            _insert(self.rungs[self.trial_rung[rid]], WORST, rid)
+            if self.valid_trials < self.max_trials:
+                return [self.create()]
+        return []
+
+    def progress(self) -> float:
+        value = len(self.rungs[0]) / (1.2 * self.max_trials)
+        if self.valid_trials >= self.max_trials:
+            value = max(value, self.exited_valid / self.max_trials)
+        return clamp_progress(value)
+
+    # -- state --------------------------------------------------------------------------------
+
+    def state(self) -> dict:
+        return {
+            "rungs": self.rungs,
+            "trial_rung": [[rid, r] for rid, r in self.trial_rung.items()],
+            "stopped": sorted(self.stopped, key=int),
+            "exited": sorted(self.exited, key=int),
+            "early_exit": sorted(self.early_exit, key=int),
+            "invalid": self.invalid,
+            "exited_valid": self.exited_valid,
+            "errored": self.errored,
+        }
+
+    def load(self, state: Mapping) -> None:
+        self.rungs = [[[float(m), str(r)] for m, r in rung] for rung in state["rungs"]]
+        self.trial_rung = {str(rid): int(r) for rid, r in state["trial_rung"]}
+        self.stopped = set(state["stopped"])
+        self.exited = set(state["exited"])
+        self.early_exit = set(state["early_exit"])
+        self.invalid = int(state["invalid"])
+        self.exited_valid = int(state["exited_valid"])
+        self.errored = int(state["errored"])
+
+    def describe(self) -> dict:
+        return {"num_rungs": self.num_rungs, "max_trials": self.max_trials,
+                "max_concurrent_trials": self.max_concurrent, "rung_lengths": list(self.units)}
+
+
+class Tournament(SearchMethod):
+    """Brackets side by side; each event goes to the bracket that created the trial."""
+
+    def __init__(self, ctx: SearchContext, reader: MetricReader, brackets: list[Any]) -> None:
+        self.ctx = ctx
+        self.reader = reader
+        self.brackets = brackets
+        self.owner: dict[str, int] = {}
+        self.started = False
+        self.shutdown = False
+
+    def _route(self, index: int, actions: list[Action]) -> list[Action]:
+        for action in actions:
+            if isinstance(action, Create):
+                self.owner[action.request_id] = index
+        return actions
+
+    def _finish(self, actions: list[Action]) -> list[Action]:
+        if not self.shutdown and self.started and all(b.done() for b in self.brackets):
+            self.shutdown = True
+            errored = sum(b.errored for b in self.brackets)
+            exited = sum(b.exited_valid for b in self.brackets)
+            failed = exited > 0 and errored == exited
+            actions.append(Shutdown(failure=failed, reason="every trial failed" if failed else ""))
+        return actions
+
+    def initial_operations(self) -> list[Action]:
+        if self.started:
+            return []
+        self.started = True
+        actions: list[Action] = []
+        for i, bracket in enumerate(self.brackets):
+            actions += self._route(i, bracket.initial_operations())
+        return actions
+
+    def on_validation_completed(self, request_id: str, metrics: dict, steps_completed: int) -> list[Action]:
+        index = self.owner.get(request_id)
+        if index is None or self.shutdown:
+            return []
+        bracket = self.brackets[index]
+        if not bracket.wants(request_id):
+            return []
+        problem = self.reader.missing(metrics, steps_completed)
+        if problem is not None:
+            self.shutdown = True
+            return [Shutdown(failure=True, reason=f"trial {request_id}: {problem}")]
+        value = self.reader.value(metrics)
+        time = self.reader.time(metrics, steps_completed)
+        return self._finish(self._route(index, bracket.on_validation(request_id, value, time)))
+
+    def on_trial_exited(self, request_id: str, how: TrialExit) -> list[Action]:
+        index = self.owner.get(request_id)
+        if index is None:
+            return []
+        return self._finish(self._route(index, self.brackets[index].on_exit(request_id, how)))
+
+    def progress(self, trial_progress: dict[str, float]) -> float:
+        if self.shutdown:
+            return 1.0
+        return clamp_progress(sum(b.progress() for b in self.brackets) / len(self.brackets))
+
+    def milestones(self) -> list[int]:
+        return sorted({u for b in self.brackets for u in b.units})
+
+    def describe(self) -> list[dict]:
+        return [b.describe() for b in self.brackets]
+
+    def snapshot(self) -> dict:
+        return {
+            "kind": type(self).__name__,
+            "ctx": self.ctx.snapshot(),
+            "started": self.started,
+            "shutdown": self.shutdown,
+            "owner": [[rid, i] for rid, i in self.owner.items()],
+            "brackets": [b.state() for b in self.brackets],
+        }
+
+    def restore(self, snapshot: dict) -> None:
+        self.ctx.restore(snapshot["ctx"])
+        self.started = bool(snapshot["started"])
+        self.shutdown = bool(snapshot["shutdown"])
+        self.owner = {str(rid): int(i) for rid, i in snapshot["owner"]}
+        for bracket, state in zip(self.brackets, snapshot["brackets"], strict=True):
+            bracket.load(state)
+
+
+def async_halving(config: Mapping, space: HParamSpace, total: int, time_metric: str,
+                  experiment_seed: int | None, bracket_cls: type = Bracket) -> Tournament:
+    searcher = config["searcher"]
+    num_rungs = searcher.get("num_rungs")
+    if not isinstance(num_rungs, int) or isinstance(num_rungs, bool) or num_rungs < 1:
+        raise ConfigError("searcher.num_rungs: required, an integer >= 1",
+                          details=["searcher.num_rungs: required, an integer >= 1"])
+    mct = searcher.get("max_concurrent_trials")
+    ctx = SearchContext(experiment_seed)
+    bracket = bracket_cls(ctx, space, num_rungs=num_rungs, divisor=float(searcher.get("divisor") or 4),
+                          max_trials=int(searcher["max_trials"]), max_concurrent=16 if mct is None else int(mct),
+                          total=total)
+    return Tournament(ctx, MetricReader.from_config(config, time_metric), [bracket])
+
+
+def adaptive_asha(config: Mapping, space: HParamSpace, total: int, time_metric: str,
+                  experiment_seed: int | None, bracket_cls: type = Bracket) -> Tournament:
+    searcher = config["searcher"]
+    rungs, trials, concurrency = plan_brackets(searcher, total)
+    ctx = SearchContext(experiment_seed)
+    divisor = float(searcher.get("divisor") or 4)
+    brackets = [
+        bracket_cls(ctx, space, num_rungs=r, divisor=divisor, max_trials=n, max_concurrent=c, total=total)
+        for r, n, c in zip(rungs, trials, concurrency, strict=True)
+    ]
+    return Tournament(ctx, MetricReader.from_config(config, time_metric), brackets)
