@@ -10,18 +10,19 @@ import pathlib
 import re
 import sys
 
+from stalwart.harness.compat import COMPAT_PATH
 from stalwart.harness.info import get_cluster_info
 
 TRIAL_CLASS = re.compile(r"^[\w.]+:[\w.]+$")
 
 
 def command_for(entrypoint, startup_hook: bool) -> list[str]:
-    """argv that runs the entrypoint: a list as argv, a string under `sh -c`, the hook sourced first."""
+    """argv that runs the entrypoint: a list as argv, a string under `sh -c`, the hook sourced first.
+
+    A Trial class (`model_def:MyTrial`) runs the PyTorchTrial harness through Determined's launcher.
+    """
     if isinstance(entrypoint, str) and TRIAL_CLASS.match(entrypoint.strip()):
-        raise SystemExit(
-            f"entrypoint '{entrypoint}' names a Trial class; this master runs script entrypoints "
-            "(e.g. 'python3 train.py') — Trial-class entrypoints need the PyTorchTrial harness"
-        )
+        entrypoint = ["python3", "-m", "determined.launch.torch_distributed", "--trial", entrypoint.strip()]
     if isinstance(entrypoint, list):
         argv = [str(a) for a in entrypoint]
         if not startup_hook:
@@ -42,8 +43,11 @@ def main() -> int:
     if not entrypoint:
         print("the experiment config has no entrypoint", file=sys.stderr)
         return 2
-    # `python3` in the entrypoint must be this environment's interpreter.
+    # `python3` in the entrypoint must be this environment's interpreter, and `import determined`
+    # must find Stalwart's implementation first, whatever else is installed.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(COMPAT_PATH), os.environ.get("PYTHONPATH", "")) if p)
     argv = command_for(entrypoint, pathlib.Path("startup-hook.sh").is_file())
     sys.stdout.flush()
     sys.stderr.flush()

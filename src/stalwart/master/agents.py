@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import urllib.parse
 
 import sqlalchemy as sa
 
@@ -121,6 +122,13 @@ def start_order(m: Master, conn, alloc) -> dict:
         "STALWART_EXPERIMENT_ID": str(exp["id"]),
         "STALWART_TRIAL_RUN_ID": str(alloc["run_id"]),
         "DET_MASTER": m.settings.url,
+        "DET_MASTER_HOST": _host_port(m.settings.url)[0],
+        "DET_MASTER_IP": _host_port(m.settings.url)[0],
+        "DET_MASTER_PORT": _host_port(m.settings.url)[1],
+        "DET_USE_TLS": "true" if m.settings.url.startswith("https") else "false",
+        "DET_USER": exp["owner"],
+        "DET_RESOURCES_ID": alloc["id"],
+        "DET_CONTAINER_ID": alloc["id"],
         "DET_CLUSTER_ID": m.cluster_id,
         "DET_EXPERIMENT_ID": str(exp["id"]),
         "DET_TRIAL_ID": str(trial["id"]),
@@ -149,6 +157,11 @@ def start_order(m: Master, conn, alloc) -> dict:
         "env": env,
         "info": info,
     }
+
+
+def _host_port(url: str) -> tuple[str, str]:
+    parsed = urllib.parse.urlsplit(url)
+    return parsed.hostname or "", str(parsed.port or (443 if parsed.scheme == "https" else 80))
 
 
 def mark_started(m: Master, agent_id: str, allocation_id: str, pid: int | None) -> dict:

@@ -1,7 +1,5 @@
 """The launcher turns Determined entrypoints into argv the way Determined does."""
 
-import pytest
-
 from stalwart.harness.launch import command_for
 
 
@@ -16,6 +14,7 @@ def test_startup_hook_is_sourced_first():
     assert argv[:3] == ["sh", "-c", '. ./startup-hook.sh && exec "$@"'] and argv[-2:] == ["python3", "train.py"]
 
 
-def test_trial_class_entrypoints_are_refused_with_a_clear_message():
-    with pytest.raises(SystemExit, match="names a Trial class"):
-        command_for("model_def:MyTrial", False)
+def test_trial_class_entrypoints_run_the_pytorch_harness_through_determineds_launcher():
+    assert command_for("model_def:MyTrial", False) == [
+        "python3", "-m", "determined.launch.torch_distributed", "--trial", "model_def:MyTrial"]
+    assert command_for("pkg.mod:Outer.Inner", False)[-1] == "pkg.mod:Outer.Inner"

@@ -1,0 +1,5 @@
+"""determined.deepspeed: not implemented by Stalwart; importing it says so."""
+
+from determined._unsupported import refuse
+
+refuse("determined.deepspeed", "use determined.pytorch with torch.distributed")

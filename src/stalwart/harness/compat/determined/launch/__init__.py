@@ -1,0 +1,1 @@
+"""determined.launch: launchers run as `python3 -m determined.launch.<name> ...`."""
