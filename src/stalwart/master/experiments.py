@@ -189,6 +189,23 @@ def maybe_finish(m: Master, conn, exp_id: int) -> None:
     checkpoint_gc.run_for_experiment(m, conn, exp_id)
 
 
+def _last_failure(conn, exp_id: int) -> str:
+    """Why the most recent failed trial failed, to explain a failed search."""
+    last = conn.execute(
+        sa.select(t.trials.c.id, t.trials.c.error_message, t.trials.c.early_exit)
+        .where(t.trials.c.experiment_id == exp_id,
+               sa.or_(t.trials.c.state == S.ERROR.value, t.trials.c.early_exit.is_not(None)))
+        .order_by(t.trials.c.ended_at.desc()).limit(1)
+    ).first()
+    if last is None:
+        return ""
+    if last.error_message:
+        return f": {last.error_message}"
+    if last.early_exit == "INVALID_HP":
+        return f": trial {last.id} raised InvalidHP (its hyperparameters cannot train)"
+    return f": trial {last.id} exited early ({last.early_exit})"
+
+
 def shutdown(m: Master, conn, exp_id: int, failure: bool, reason: str) -> None:
     """The searcher is done: stop what still runs and finish."""
     exp = _experiment(conn, exp_id)
@@ -200,13 +217,7 @@ def shutdown(m: Master, conn, exp_id: int, failure: bool, reason: str) -> None:
         return
     stopping = S.STOPPING_ERROR if failure else S.STOPPING_COMPLETED
     if failure:
-        last = conn.execute(
-            sa.select(t.trials.c.id, t.trials.c.error_message)
-            .where(t.trials.c.experiment_id == exp_id, t.trials.c.state == S.ERROR.value)
-            .order_by(t.trials.c.ended_at.desc()).limit(1)
-        ).first()
-        if last is not None and last.error_message:
-            reason = f"{reason or 'the search failed'}: {last.error_message}"
+        reason = f"{reason or 'the search failed'}{_last_failure(conn, exp_id)}"
     _set_state(conn, exp_id, stopping, error=reason or None)
     for alloc in _live_allocations(conn, exp_id):
         request_preemption(m, conn, alloc["id"])
