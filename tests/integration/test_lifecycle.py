@@ -33,6 +33,13 @@ def test_digits_example_completes_with_good_accuracy(any_db_cluster):
     assert {ck["steps_completed"] for ck in kept} >= {300, 400}
     assert len(kept) <= 3
     assert any("final validation_accuracy" in line["log"] for line in logs(c, trial["id"]))
+    # the reported metrics are also TensorBoard scalars under the trial's storage
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tb = c.home / "checkpoints" / "tensorboard" / "experiment" / str(exp_id) / "trial" / str(trial["id"])
+    acc = EventAccumulator(str(tb))
+    acc.Reload()
+    assert [e.step for e in acc.Scalars("validation/validation_accuracy")] == [100, 200, 300, 400]
 
 
 def test_pause_then_activate_resumes_from_latest_checkpoint(cluster):

@@ -5,7 +5,7 @@ from stalwart.harness.core._context import Context, init
 from stalwart.harness.core._distributed import DistributedContext
 from stalwart.harness.core._preempt import PreemptContext, PreemptMode
 from stalwart.harness.core._searcher import SearcherContext, SearcherMode, SearcherOperation, Unit
-from stalwart.harness.core._train import EarlyExitReason, TrainContext
+from stalwart.harness.core._train import EarlyExitReason, TensorboardMode, TrainContext
 
 __all__ = [
     "CheckpointContext",
@@ -18,6 +18,7 @@ __all__ = [
     "SearcherContext",
     "SearcherMode",
     "SearcherOperation",
+    "TensorboardMode",
     "TrainContext",
     "Unit",
     "init",

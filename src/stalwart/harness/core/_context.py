@@ -12,7 +12,7 @@ from stalwart.harness.core._checkpoint import CheckpointContext
 from stalwart.harness.core._distributed import DistributedContext
 from stalwart.harness.core._preempt import PreemptContext, PreemptMode
 from stalwart.harness.core._searcher import SearcherContext
-from stalwart.harness.core._train import EarlyExitReason, TrainContext
+from stalwart.harness.core._train import EarlyExitReason, TensorboardMode, TrainContext
 from stalwart.harness.errors import InvalidHP
 from stalwart.harness.info import ClusterInfo, get_cluster_info
 from stalwart.harness.session import trial_client
@@ -66,8 +66,15 @@ def _local_storage(checkpoint_storage: Any) -> StorageManager:
     return make_storage(dict(checkpoint_storage))
 
 
+def _tensorboard_dir(storage: StorageManager, info: ClusterInfo) -> pathlib.Path:
+    """`<storage root>/tensorboard/experiment/<id>/trial/<id>/` as Determined lays it out (else the workdir)."""
+    root = getattr(storage, "base", None)
+    base = pathlib.Path(root) if root is not None else pathlib.Path(os.environ.get("DET_WORKDIR", "."))
+    return base / "tensorboard" / "experiment" / str(info.trial.experiment_id) / "trial" / str(info.trial.trial_id)
+
+
 def init(*, distributed: DistributedContext | None = None, checkpoint_storage: Any = None,
-         preempt_mode: PreemptMode = PreemptMode.WorkersAskChief, tensorboard_mode: Any = None,
+         preempt_mode: PreemptMode = PreemptMode.WorkersAskChief, tensorboard_mode: TensorboardMode | None = None,
          async_checkpointing: bool = False) -> Context:
     """The Core API entry point, used as `with core.init() as ctx:`."""
     info = get_cluster_info()
@@ -88,7 +95,8 @@ def init(*, distributed: DistributedContext | None = None, checkpoint_storage: A
     return Context(
         distributed=dist,
         train=TrainContext(client if chief else None, info.trial.trial_id, info.trial.trial_run_id,
-                           info.trial.experiment_id),
+                           info.trial.experiment_id, tensorboard_path=_tensorboard_dir(storage, info),
+                           tensorboard_mode=tensorboard_mode or TensorboardMode.AUTO),
         checkpoint=CheckpointContext(storage, dist, client, info.trial.trial_id),
         preempt=PreemptContext(client, info.allocation_id, dist, preempt_mode),
         searcher=SearcherContext(client if chief else None, info.trial.trial_id, dist, info.trial.target_length,

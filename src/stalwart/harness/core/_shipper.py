@@ -16,7 +16,7 @@ MAX_POINTS = 50_000  # metric values per POST, so wide reports don't make giant 
 
 
 class MetricShipper(threading.Thread):
-    def __init__(self, client: Client, trial_id: int, max_pending: int = 1_000_000) -> None:
+    def __init__(self, client: Client, trial_id: int, max_pending: int = 1_000_000, on_sent=None) -> None:
         super().__init__(daemon=True, name="metric-shipper")
         self.client = client
         self.path = f"/trials/{trial_id}/metrics"
@@ -26,6 +26,7 @@ class MetricShipper(threading.Thread):
         self._inflight = 0
         self._error: StalwartError | None = None
         self._closed = False
+        self._on_sent = on_sent  # called with each acknowledged batch, in this thread (e.g. TensorBoard files)
 
     def put(self, report: dict) -> None:
         self.raise_error()
@@ -63,6 +64,12 @@ class MetricShipper(threading.Thread):
             batch.append(report)
         return batch
 
+    def _after_send(self, batch: list[dict]) -> None:
+        try:
+            self._on_sent(batch)
+        except Exception as err:  # noqa: BLE001 - a side channel must never stop metric shipping
+            log.warning("could not write TensorBoard files: %s", err)
+
     def run(self) -> None:
         while True:
             with self._cv:
@@ -74,6 +81,8 @@ class MetricShipper(threading.Thread):
                 self._inflight = len(batch)
             try:
                 self.client.post(self.path, {"reports": batch})
+                if self._on_sent is not None:
+                    self._after_send(batch)
             except MasterUnavailable as err:
                 log.error("metrics could not reach the master: %s", err)
                 with self._cv:

@@ -13,8 +13,16 @@ from typing import Any
 from stalwart.api.errors import NotFoundError
 from stalwart.client import Client
 from stalwart.harness.core._shipper import MetricShipper
+from stalwart.harness.tensorboard import ScalarWriter
 
 log = logging.getLogger("stalwart.core")
+
+
+class TensorboardMode(enum.Enum):
+    """AUTO: reported metrics are also written as TensorBoard scalars. MANUAL: only what the user writes."""
+
+    AUTO = "AUTO"
+    MANUAL = "MANUAL"
 
 
 class EarlyExitReason(enum.Enum):
@@ -57,15 +65,26 @@ class TrainContext:
     """On-cluster metrics reporting. Off-cluster, the same methods log locally (`client` is None)."""
 
     def __init__(self, client: Client | None, trial_id: int | None = None, run_id: int = 0,
-                 experiment_id: int | None = None, tensorboard_path: pathlib.Path | None = None) -> None:
+                 experiment_id: int | None = None, tensorboard_path: pathlib.Path | None = None,
+                 tensorboard_mode: TensorboardMode = TensorboardMode.AUTO) -> None:
         self._client = client
         self._trial_id = trial_id
         self._run_id = run_id
         self._experiment_id = experiment_id
-        self._shipper = MetricShipper(client, trial_id) if client is not None else None
-        if self._shipper is not None:
-            self._shipper.start()
         self._tb = tensorboard_path or pathlib.Path(os.environ.get("DET_WORKDIR", ".")) / "tensorboard"
+        auto = TensorboardMode(tensorboard_mode) is TensorboardMode.AUTO
+        self._tb_writer = ScalarWriter(self._tb) if tensorboard_path is not None and auto else None
+        self._shipper = None
+        if client is not None:
+            self._shipper = MetricShipper(client, trial_id, on_sent=self._write_tensorboard if self._tb_writer else None)
+            self._shipper.start()
+
+    def _write_tensorboard(self, batch: list[dict]) -> None:
+        """Acknowledged reports also go to TensorBoard event files, as `group/metric` scalars."""
+        for report in batch:
+            group = report["group"]
+            self._tb_writer.add_scalars(report["steps_completed"],
+                                        {f"{group}/{k}": v for k, v in report["metrics"].items()})
 
     def _report(self, group: str, steps_completed: int, metrics: dict) -> None:
         if not isinstance(steps_completed, int) or isinstance(steps_completed, bool) or steps_completed < 0:
@@ -130,3 +149,5 @@ class TrainContext:
     def close(self) -> None:
         if self._shipper is not None:
             self._shipper.close()
+        if self._tb_writer is not None:
+            self._tb_writer.close()
