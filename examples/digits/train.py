@@ -68,7 +68,7 @@ def main(ctx: core.Context) -> None:
             steps += 1
             if hp.get("batch_sleep"):
                 time.sleep(float(hp["batch_sleep"]))
-            if steps % REPORT_EVERY == 0:
+            if steps % REPORT_EVERY == 0 or steps == op.length:
                 ctx.train.report_training_metrics(steps, {"loss": sum(losses) / len(losses)})
                 logging.info("steps_completed=%d loss=%.4f", steps, sum(losses) / len(losses))
                 losses = []

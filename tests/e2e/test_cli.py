@@ -127,3 +127,22 @@ def test_up_foreground_serves_until_interrupted(user_env):
         proc.send_signal(signal.SIGINT)
         proc.wait(30)
     assert run(user_env, "-m", f"127.0.0.1:{port}", "e", "list").returncode == 6
+
+
+def test_test_mode_on_the_cluster_and_locally(user_env):
+    assert run(user_env, "up", "--port", str(free_port())).returncode == 0
+    core_api = REPO / "examples" / "determined" / "core_api"
+    res = run(user_env, "e", "create", str(DIGITS / "const.yaml"), str(DIGITS), "--test-mode")
+    assert res.returncode == 0, res.stdout + res.stderr
+    for stage in ("Scheduling", "Training", "Validation", "Checkpointing"):
+        assert f"✔ {stage}" in res.stdout
+    res = run(user_env, "e", "create", str(core_api / "const.yaml"), str(core_api), "-t",
+              "--config", "hyperparameters.invalid=true")
+    assert res.returncode == 1 and "✘ Training failed" in res.stdout and "InvalidHP" in res.stdout
+    res = run(user_env, "e", "create", str(core_api / "const.yaml"), str(core_api), "-t", "--local")
+    assert res.returncode == 0 and "Local test passed" in res.stdout
+    broken = REPO / "tests" / "e2e" / "broken_context"
+    res = run(user_env, "e", "create", str(broken / "const.yaml"), str(broken), "-t", "--local")
+    assert res.returncode == 1 and "ZeroDivisionError" in res.stderr and "Local test failed" in res.stdout
+    res = run(user_env, "e", "create", str(broken / "const.yaml"), str(broken), "-t")
+    assert res.returncode == 1 and "ZeroDivisionError" in res.stdout  # the traceback, from the trial's log

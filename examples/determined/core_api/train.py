@@ -65,7 +65,7 @@ def main(ctx: core.Context, hparams: dict, latest_checkpoint, seed: int) -> None
             opt.step()
             steps += 1
             time.sleep(hparams.get("batch_sleep", 0.0))
-            if steps % REPORT_EVERY == 0:
+            if steps % REPORT_EVERY == 0 or steps == op.length:
                 ctx.train.report_training_metrics(steps_completed=steps, metrics={"loss": loss.item()})
                 op.report_progress(steps)
             if steps % VALIDATE_EVERY == 0 or steps == op.length:

@@ -15,7 +15,9 @@ from stalwart.api.states import ExperimentState
 from stalwart.cli import output
 from stalwart.cli.base import AliasedGroup, client_of, json_option
 from stalwart.cli.follow import follow_trial_logs, wait_for_first_trial
+from stalwart.cli.test_mode import run_local, watch_stages
 from stalwart.config import apply_overrides
+from stalwart.config.test_mode import test_mode_config
 from stalwart.context import pack_context
 
 TERMINAL = {s.value for s in ExperimentState if s.terminal}
@@ -48,13 +50,23 @@ def _read_config(path: str, overrides: tuple[str, ...]) -> str:
 @click.option("--config", "overrides", multiple=True, metavar="KEY=VAL", help="Override a config key (dotted path).")
 @click.option("-f", "--follow", "--follow-first-trial", "follow", is_flag=True, help="Stream the first trial's logs.")
 @click.option("--paused", is_flag=True, help="Create the experiment without starting it.")
+@click.option("-t", "--test-mode", "test_mode", is_flag=True,
+              help="Run a short smoke test (one batch, a validation, a checkpoint) and show each stage.")
+@click.option("--local", is_flag=True, help="With --test-mode: run it here, with no master.")
 @json_option
 @click.pass_context
-def create(ctx, config_file, context_dir, includes, overrides, follow, paused, as_json) -> None:
+def create(ctx, config_file, context_dir, includes, overrides, follow, paused, test_mode, local, as_json) -> None:
     """Create an experiment from CONFIG_FILE with the code in CONTEXT_DIR."""
-    if follow and paused:
-        raise InvalidRequest("--follow and --paused cannot be used together")
+    if sum(map(bool, (follow, paused, test_mode))) > 1:
+        raise InvalidRequest("--follow, --paused and --test-mode cannot be used together")
+    if local and not test_mode:
+        raise InvalidRequest("--local needs --test-mode")
     text = _read_config(config_file, overrides)
+    if test_mode:
+        config = test_mode_config(text)
+        if local:
+            sys.exit(run_local(config, context_dir))
+        text = yaml.safe_dump(config, sort_keys=False)
     packed = pack_context(context_dir, includes)
     for w in packed.warnings:
         output.warn(w)
@@ -73,6 +85,8 @@ def create(ctx, config_file, context_dir, includes, overrides, follow, paused, a
         output.console.print(f"Created experiment {exp['id']} ({exp['name']}), state {exp['state']}")
     if follow:
         sys.exit(_follow(client, exp["id"]))
+    if test_mode:
+        sys.exit(watch_stages(client, exp["id"]))
 
 
 def _follow(client, exp_id: int) -> int:

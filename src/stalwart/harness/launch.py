@@ -34,12 +34,27 @@ def command_for(entrypoint, startup_hook: bool) -> list[str]:
     return ["sh", "-c", script]
 
 
-def main() -> int:
-    info = get_cluster_info()
-    if info is None or info.trial is None:
-        print("stalwart.harness.launch runs only inside a trial started by a Stalwart agent", file=sys.stderr)
-        return 2
-    entrypoint = info.trial._config.get("entrypoint")
+def _local_entrypoint(config_path: str):
+    """`--local CONFIG`: run the entrypoint here, with no master (the test mode's local run)."""
+    import yaml
+
+    os.environ["STALWART_LOCAL_CONFIG"] = os.path.abspath(config_path)
+    os.environ.pop("STALWART_INFO_FILE", None)
+    with open(config_path) as f:
+        return (yaml.safe_load(f) or {}).get("entrypoint")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--local"] and len(argv) == 2:
+        entrypoint = _local_entrypoint(argv[1])
+    else:
+        info = get_cluster_info()
+        if info is None or info.trial is None:
+            print("stalwart.harness.launch runs inside a trial started by a Stalwart agent, "
+                  "or with --local CONFIG", file=sys.stderr)
+            return 2
+        entrypoint = info.trial._config.get("entrypoint")
     if not entrypoint:
         print("the experiment config has no entrypoint", file=sys.stderr)
         return 2

@@ -30,11 +30,16 @@ def split_overrides(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def command(script: list[str]) -> list[str]:
+    """The worker command; `--trial module:Class` runs the PyTorchTrial harness (off-cluster with the local config)."""
     if script[:1] == ["--trial"] and len(script) >= 2:
-        return [sys.executable, "-m", "stalwart.harness.pytorch.legacy", *script[1:]]
-    if script and script[0].startswith("--trial="):
-        return [sys.executable, "-m", "stalwart.harness.pytorch.legacy", script[0].split("=", 1)[1], *script[1:]]
-    return script
+        spec, rest = script[1], script[2:]
+    elif script and script[0].startswith("--trial="):
+        spec, rest = script[0].split("=", 1)[1], script[1:]
+    else:
+        return script
+    local = os.environ.get("STALWART_LOCAL_CONFIG")
+    return [sys.executable, "-m", "stalwart.harness.pytorch.legacy", spec, *rest,
+            *(["--config", local] if local else [])]
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,75 @@
+"""`experiment create --test-mode [--local]`: run a short smoke test and show each stage's outcome."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+from stalwart.cli import output
+from stalwart.cli.follow import format_line, wait_for_first_trial
+from stalwart.client import Client
+
+STAGES = ("Scheduling", "Training", "Validation", "Checkpointing")
+TERMINAL = {"COMPLETED", "CANCELED", "ERROR"}
+
+
+def _reached(client: Client, trial_id: int) -> set[str]:
+    d = client.get(f"/trials/{trial_id}")
+    got = set()
+    if any(r["started_at"] for r in d["runs"]):
+        got.add("Scheduling")
+    groups = {m["group"] for m in client.get(f"/trials/{trial_id}/metrics", limit=1000)["metrics"]}
+    if "training" in groups:
+        got.add("Training")
+    if "validation" in groups:
+        got.add("Validation")
+    if client.get(f"/trials/{trial_id}/checkpoints")["checkpoints"]:
+        got.add("Checkpointing")
+    return got
+
+
+def watch_stages(client: Client, exp_id: int, timeout: float = 1800) -> int:
+    """Print each stage as the trial reaches it; on failure, the trial's last log lines (the traceback)."""
+    trial_id = wait_for_first_trial(client, exp_id, timeout)
+    shown: set[str] = set()
+    deadline = time.monotonic() + timeout
+    state = "ACTIVE"
+    while trial_id is not None and time.monotonic() < deadline:
+        state = client.get(f"/experiments/{exp_id}")["experiment"]["state"]
+        reached = _reached(client, trial_id)
+        for stage in STAGES:
+            if stage in reached and stage not in shown:
+                output.console.print(f"  ✔ {stage}")
+                shown.add(stage)
+        if state in TERMINAL:
+            break
+        time.sleep(0.3)
+    missing = [s for s in STAGES if s not in shown]
+    if state == "COMPLETED" and not missing:
+        output.console.print(f"Test experiment {exp_id} passed every stage.")
+        return 0
+    failed = missing[0] if missing else "Completion"
+    output.console.print(f"  ✘ {failed} failed: experiment {exp_id} ended {state}.")
+    if trial_id is not None:
+        lines = list(client.stream_lines(f"/trials/{trial_id}/logs", follow="false"))
+        output.console.print("Last lines of the trial's log:")
+        for entry in lines[-40:]:
+            output.console.print(format_line(entry))
+    return 1
+
+
+def run_local(config: dict, context_dir: str) -> int:
+    """Run the test-mode config's entrypoint on this machine, with no master."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        yaml.safe_dump(config, f)
+    output.console.print(f"Running {config.get('entrypoint')!r} locally in {context_dir} (no master)...")
+    code = subprocess.call([sys.executable, "-m", "stalwart.harness.launch", "--local", f.name], cwd=context_dir)
+    if code == 0:
+        output.console.print("Local test passed: training, validation and checkpointing ran without error.")
+    else:
+        output.console.print(f"Local test failed: the entrypoint exited with code {code} (traceback above).")
+    return code
