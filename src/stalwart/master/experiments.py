@@ -206,7 +206,7 @@ def _last_failure(conn, exp_id: int) -> str:
     return f": trial {last.id} exited early ({last.early_exit})"
 
 
-def shutdown(m: Master, conn, exp_id: int, failure: bool, reason: str) -> None:
+def shutdown(m: Master, conn, exp_id: int, failure: bool, reason: str, cancel: bool = False) -> None:
     """The searcher is done: stop what still runs and finish."""
     exp = _experiment(conn, exp_id)
     state = S(exp["state"])
@@ -215,7 +215,7 @@ def shutdown(m: Master, conn, exp_id: int, failure: bool, reason: str) -> None:
     if state.stopping:  # a user's cancel or kill already decides the outcome
         maybe_finish(m, conn, exp_id)
         return
-    stopping = S.STOPPING_ERROR if failure else S.STOPPING_COMPLETED
+    stopping = S.STOPPING_ERROR if failure else S.STOPPING_CANCELED if cancel else S.STOPPING_COMPLETED
     if failure:
         reason = f"{reason or 'the search failed'}{_last_failure(conn, exp_id)}"
     _set_state(conn, exp_id, stopping, error=reason or None)

@@ -25,10 +25,15 @@ def _queue_trials(m: Master, conn) -> None:
         .where(
             t.trials.c.state == S.ACTIVE.value,
             t.experiments.c.state == S.ACTIVE.value,
+            t.trials.c.searcher_paused.is_(False),
+            t.trials.c.stop_requested.is_(False),
             t.trials.c.id.notin_(live),
         )
     ).mappings().all()
+    busy = _trials_with_live_allocations(conn)
     for trial in runnable:
+        if trial["source_request_id"] and _source_busy(conn, trial, busy):
+            continue  # PBT: start from the source's checkpoint only once its round has ended
         run_id = trial["runs"] + 1
         conn.execute(t.trials.update().where(t.trials.c.id == trial["id"]).values(runs=run_id))
         conn.execute(
@@ -45,6 +50,19 @@ def _queue_trials(m: Master, conn) -> None:
                 created_at=now(),
             )
         )
+
+
+def _trials_with_live_allocations(conn) -> set[tuple[int, str]]:
+    rows = conn.execute(
+        sa.select(t.trials.c.experiment_id, t.trials.c.request_id)
+        .join(t.allocations, t.allocations.c.trial_id == t.trials.c.id)
+        .where(t.allocations.c.state != A.TERMINATED.value)
+    ).all()
+    return {(r.experiment_id, r.request_id) for r in rows}
+
+
+def _source_busy(conn, trial, busy: set[tuple[int, str]]) -> bool:
+    return (trial["experiment_id"], trial["source_request_id"]) in busy
 
 
 def _capacities(conn) -> list[AgentCapacity]:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+from collections import deque
 
 import sqlalchemy as sa
 
-from stalwart.api.states import AllocationState, ExperimentState as S
+from stalwart.api.states import AllocationState, ExitReason, ExperimentState as S
 from stalwart.db import tables as t
+from stalwart.master import checkpoint_gc
 from stalwart.searcher import Create, SearchMethod, Shutdown, Stop, TrialExit, make_search_method
+from stalwart.searcher.base import Pause, Resume
 from stalwart.master.service import Master, now
 
 
@@ -25,9 +28,12 @@ def load(conn, exp_id: int) -> tuple[dict, SearchMethod]:
 
 
 def apply(m: Master, conn, exp_id: int, search: SearchMethod, actions: list) -> None:
+    """Carry out actions in order; exits they cause at once (a stop before a start) feed back into the queue."""
     from stalwart.master import experiments
 
-    for action in actions:
+    queue = deque(actions)
+    while queue:
+        action = queue.popleft()
         exp = Master.get_row(conn, t.experiments, exp_id, "experiment")
         if isinstance(action, Create):
             if S(exp["state"]).terminal or S(exp["state"]).stopping:
@@ -43,33 +49,84 @@ def apply(m: Master, conn, exp_id: int, search: SearchMethod, actions: list) -> 
                     runs=0,
                     target_length=action.length,
                     stop_requested=False,
+                    searcher_paused=False,
+                    source_request_id=action.checkpoint_from,
+                    source_checkpoint_uuid=action.checkpoint_uuid,
                     progress=0.0,
                     created_at=now(),
                 )
             )
         elif isinstance(action, Stop):
-            _stop_trial(m, conn, exp_id, action.request_id)
+            if _stop_trial(m, conn, exp_id, action.request_id):
+                queue.extend(search.on_trial_exited(action.request_id, TrialExit.COMPLETED))
+        elif isinstance(action, Pause):
+            _hold_trial(m, conn, exp_id, action.request_id)
+        elif isinstance(action, Resume):
+            _resume_trial(m, conn, exp_id, action.request_id, action.length)
         elif isinstance(action, Shutdown):
             _save(conn, exp_id, search)
-            experiments.shutdown(m, conn, exp_id, action.failure, action.reason)
+            experiments.shutdown(m, conn, exp_id, action.failure, action.reason, cancel=action.cancel)
     _save(conn, exp_id, search)
 
 
-def _stop_trial(m: Master, conn, exp_id: int, request_id: str) -> None:
-    from stalwart.master.experiments import request_preemption
-
-    trial = conn.execute(
+def _trial_of(conn, exp_id: int, request_id: str):
+    return conn.execute(
         sa.select(t.trials).where(t.trials.c.experiment_id == exp_id, t.trials.c.request_id == request_id)
     ).mappings().first()
-    if trial is None:
-        return
-    conn.execute(t.trials.update().where(t.trials.c.id == trial["id"]).values(stop_requested=True))
-    for alloc_id in conn.execute(
-        sa.select(t.allocations.c.id).where(
-            t.allocations.c.trial_id == trial["id"], t.allocations.c.state != AllocationState.TERMINATED.value
+
+
+def _preempt_live(m: Master, conn, trial_id: int) -> bool:
+    """Ask the trial's started allocation to checkpoint and exit (a pending one is just dropped).
+
+    True if a started run is still to end.
+    """
+    from stalwart.master.experiments import request_preemption
+
+    live = conn.execute(
+        sa.select(t.allocations.c.id, t.allocations.c.state).where(
+            t.allocations.c.trial_id == trial_id, t.allocations.c.state != AllocationState.TERMINATED.value
         )
-    ).scalars():
-        request_preemption(m, conn, alloc_id)
+    ).all()
+    started = False
+    for alloc_id, state in live:
+        if state == AllocationState.PENDING.value:
+            conn.execute(t.allocations.update().where(t.allocations.c.id == alloc_id).values(
+                state=AllocationState.TERMINATED.value, exit_reason=ExitReason.PREEMPTED.value, ended_at=now()))
+        else:
+            request_preemption(m, conn, alloc_id)
+            started = True
+    return started
+
+
+def _stop_trial(m: Master, conn, exp_id: int, request_id: str) -> bool:
+    """Stop gracefully; True if the trial was not running and is completed right away."""
+    trial = _trial_of(conn, exp_id, request_id)
+    if trial is None or S(trial["state"]).terminal:
+        return False
+    conn.execute(t.trials.update().where(t.trials.c.id == trial["id"]).values(stop_requested=True))
+    if _preempt_live(m, conn, trial["id"]):
+        return False
+    conn.execute(t.trials.update().where(t.trials.c.id == trial["id"])
+                 .values(state=S.COMPLETED.value, ended_at=now(), searcher_paused=False, progress=1.0))
+    checkpoint_gc.run_for_trial(m, conn, trial["id"])
+    return True
+
+
+def _hold_trial(m: Master, conn, exp_id: int, request_id: str) -> None:
+    trial = _trial_of(conn, exp_id, request_id)
+    if trial is None or S(trial["state"]).terminal:
+        return
+    conn.execute(t.trials.update().where(t.trials.c.id == trial["id"]).values(searcher_paused=True))
+    _preempt_live(m, conn, trial["id"])
+
+
+def _resume_trial(m: Master, conn, exp_id: int, request_id: str, length: int) -> None:
+    trial = _trial_of(conn, exp_id, request_id)
+    if trial is None or S(trial["state"]).terminal:
+        return
+    conn.execute(t.trials.update().where(t.trials.c.id == trial["id"])
+                 .values(searcher_paused=False, target_length=length, progress=0.0))
+    m.wake_scheduler()
 
 
 def _save(conn, exp_id: int, search: SearchMethod) -> None:

@@ -80,6 +80,9 @@ def _trial_run_ended(m: Master, conn, trial: dict, exp, alloc, exit_code: int | 
             _finish_trial(m, conn, trial, S.COMPLETED, TrialExit.INVALID_HP)
         elif trial["early_exit"] == ExitReason.USER_REQUESTED_STOP.value:
             _finish_trial(m, conn, trial, S.COMPLETED, TrialExit.USER_REQUESTED_STOP)
+        elif trial["searcher_paused"] and not trial["stop_requested"]:
+            master_line(conn, tid, "trial paused by the searcher at a boundary; it continues from its latest "
+                        "checkpoint if the searcher resumes it", "INFO", aid)
         elif alloc["preempt_requested"] and not trial["stop_requested"] and exp_state in (S.ACTIVE, S.PAUSED):
             master_line(conn, tid, "trial exited after preemption; it resumes from its latest checkpoint "
                         "when scheduled again", "INFO", aid)
@@ -135,10 +138,30 @@ def kill_trial(m: Master, trial_id: int) -> None:
             experiments.maybe_finish(m, conn, trial["experiment_id"])
 
 
-def latest_checkpoint(conn, trial_id: int):
+def _latest_own(conn, trial_id: int):
     return conn.execute(
         sa.select(t.checkpoints)
         .where(t.checkpoints.c.trial_id == trial_id, t.checkpoints.c.state == "COMPLETED")
         .order_by(t.checkpoints.c.steps_completed.desc(), t.checkpoints.c.report_time.desc())
         .limit(1)
     ).mappings().first()
+
+
+def latest_checkpoint(conn, trial_id: int):
+    """The checkpoint a new run of this trial starts from: its own latest, else the one it was created from."""
+    own = _latest_own(conn, trial_id)
+    if own is not None:
+        return own
+    trial = conn.execute(sa.select(t.trials).where(t.trials.c.id == trial_id)).mappings().first()
+    if trial is None:
+        return None
+    if trial["source_checkpoint_uuid"]:
+        return conn.execute(sa.select(t.checkpoints).where(
+            t.checkpoints.c.uuid == trial["source_checkpoint_uuid"], t.checkpoints.c.state == "COMPLETED")
+        ).mappings().first()
+    if trial["source_request_id"]:
+        source = conn.execute(sa.select(t.trials.c.id).where(
+            t.trials.c.experiment_id == trial["experiment_id"],
+            t.trials.c.request_id == trial["source_request_id"])).scalar()
+        return _latest_own(conn, source) if source is not None else None
+    return None

@@ -1,0 +1,249 @@
+"""In-memory summaries of every trial's metric series, folded incrementally from the metrics table by row id."""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+
+import sqlalchemy as sa
+
+from stalwart.db import tables as t
+from stalwart.master.downsample import SeriesSummary
+
+log = logging.getLogger(__name__)
+
+TERMINAL = ("COMPLETED", "CANCELED", "ERROR")
+CHUNK = 50_000
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+class TrialEntry:
+    __slots__ = ("experiment_id", "runs", "state", "groups", "rows", "dirty", "rebuilt_at")
+
+    def __init__(self, experiment_id: int, runs: int, state: str) -> None:
+        self.experiment_id = experiment_id
+        self.runs = runs
+        self.state = state
+        self.groups: dict[str, dict[str, SeriesSummary]] = {}
+        self.rows = 0  # rows folded so far: a cheap version number for live pages
+        self.dirty = False  # a re-run may be overwriting points in place: rebuild from SQL until it ends
+        self.rebuilt_at = 0.0
+
+
+class MetricsIndex:
+    """Per (trial, group, metric): a SeriesSummary (count, best, last, min/max per leaf) for fast pages.
+
+    The master is one process, so one index sees every write. Rows are folded in id order: a refresh reads
+    only rows with id > the high-water mark (a primary-key range). Upserts that replace points in place
+    happen only when a trial re-runs from a checkpoint; such trials are re-read from SQL while they run.
+    Built in a background thread at start; until `ready`, callers use their SQL fallbacks.
+    """
+
+    def __init__(self, db, leaves: int = 256, min_refresh_s: float = 0.5) -> None:
+        self.db = db
+        self.leaves = leaves
+        self.min_refresh_s = min_refresh_s
+        self.trials: dict[int, TrialEntry] = {}
+        self.by_exp: dict[int, list[int]] = {}
+        self.hwm = 0
+        self.max_trial_id = 0
+        self.ready = False
+        self.error: str | None = None
+        self.build_seconds: float | None = None
+        self.rows_folded = 0
+        self._lock = threading.RLock()
+        self._last_refresh = 0.0
+        self._dirty: set[int] = set()
+
+    # -- building ---------------------------------------------------------------------------
+    def start(self) -> threading.Thread:
+        th = threading.Thread(target=self._build_safely, name="metrics-index", daemon=True)
+        th.start()
+        return th
+
+    def _build_safely(self) -> None:
+        try:
+            self.build()
+        except Exception as err:  # noqa: BLE001 - a stopped master disposes the engine under us
+            self.error = str(err)
+            log.warning("metrics index build stopped: %s", err)
+
+    def build(self) -> None:
+        t0 = time.monotonic()
+        with self._lock:
+            self._load_trials()
+        while True:
+            with self._lock:
+                n = self._fold_chunk()
+            if n < CHUNK:
+                break
+            time.sleep(0)  # let request threads have the GIL between chunks
+        with self._lock:
+            self.ready = True
+        self.build_seconds = time.monotonic() - t0
+        log.info("metrics index: %d rows of %d trials in %.1f s", self.rows_folded, len(self.trials),
+                 self.build_seconds)
+
+    def _load_trials(self, only_new: bool = False) -> None:
+        q = sa.select(t.trials.c.id, t.trials.c.experiment_id, t.trials.c.runs, t.trials.c.state)
+        if only_new:
+            q = q.where(t.trials.c.id > self.max_trial_id)
+        with self.db.begin() as conn:
+            for tid, exp_id, runs, state in conn.execute(q.order_by(t.trials.c.id)):
+                self._add_trial(tid, exp_id, runs, state)
+
+    def _add_trial(self, tid: int, exp_id: int, runs: int, state: str) -> TrialEntry:
+        entry = self.trials.get(tid)
+        if entry is None:
+            entry = self.trials[tid] = TrialEntry(exp_id, runs, state)
+            self.by_exp.setdefault(exp_id, []).append(tid)
+            self.max_trial_id = max(self.max_trial_id, tid)
+        return entry
+
+    def _fold_chunk(self) -> int:
+        m = t.metrics.c
+        q = (sa.select(m.id, m.trial_id, m.group_name, m.steps_completed, m.report_time, m.metrics)
+             .where(m.id > self.hwm).order_by(m.id).limit(CHUNK))
+        with self.db.begin() as conn:
+            rows = conn.execute(q).all()
+        unknown = False
+        for rid, tid, group, steps, rtime, values in rows:
+            entry = self.trials.get(tid)
+            if entry is None:
+                if not unknown:
+                    self._load_trials(only_new=True)
+                    unknown = True
+                entry = self.trials.get(tid)
+                if entry is None:
+                    continue
+            self._fold_row(entry, group, steps, rtime, values)
+        if rows:
+            self.hwm = rows[-1][0]
+        self.rows_folded += len(rows)
+        return len(rows)
+
+    def _fold_row(self, entry: TrialEntry, group: str, steps: int, rtime: float, values) -> None:
+        series = entry.groups.get(group)
+        if series is None:
+            series = entry.groups[group] = {}
+        entry.rows += 1
+        if not isinstance(values, dict):
+            return
+        for name, v in values.items():
+            if _number(v):
+                s = series.get(name)
+                if s is None:
+                    s = series[name] = SeriesSummary(self.leaves)
+                s.add(steps, float(v), rtime)
+
+    def _rebuild_trial(self, tid: int, entry: TrialEntry) -> None:
+        m = t.metrics.c
+        with self.db.begin() as conn:
+            rows = conn.execute(sa.select(m.group_name, m.steps_completed, m.report_time, m.metrics)
+                                .where(m.trial_id == tid, m.id <= self.hwm).order_by(m.id)).all()
+        rows_before = entry.rows
+        entry.groups = {}
+        entry.rows = 0
+        for group, steps, rtime, values in rows:
+            self._fold_row(entry, group, steps, rtime, values)
+        entry.rows = max(entry.rows, rows_before + 1)  # always a new version
+        entry.rebuilt_at = time.monotonic()
+
+    # -- keeping up ---------------------------------------------------------------------------
+    def refresh(self, force: bool = False) -> None:
+        """Fold new rows and re-read trials that re-run; cheap when nothing changed."""
+        if not self.ready:
+            return
+        now = time.monotonic()
+        if not force and now - self._last_refresh < self.min_refresh_s:
+            return
+        with self._lock:
+            self._last_refresh = now
+            self._load_trials(only_new=True)
+            self._sync_live_trials()
+            while self._fold_chunk() == CHUNK:
+                pass
+            for tid in list(self._dirty):
+                entry = self.trials[tid]
+                if now - entry.rebuilt_at >= 1.0 or entry.state in TERMINAL:
+                    self._rebuild_trial(tid, entry)
+                    if entry.state in TERMINAL:
+                        entry.dirty = False
+                        self._dirty.discard(tid)
+
+    def _sync_live_trials(self) -> None:
+        live = [tid for tid, e in self.trials.items() if e.state not in TERMINAL]
+        if not live:
+            return
+        with self.db.begin() as conn:
+            rows = conn.execute(sa.select(t.trials.c.id, t.trials.c.runs, t.trials.c.state)
+                                .where(t.trials.c.id.in_(live))).all()
+        for tid, runs, state in rows:
+            e = self.trials[tid]
+            if runs > 1 and runs != e.runs:
+                e.dirty = True
+                self._dirty.add(tid)
+            e.runs, e.state = runs, state
+
+    # -- reading ------------------------------------------------------------------------------
+    def summary(self, trial_id: int, group: str, metric: str) -> SeriesSummary | None:
+        e = self.trials.get(trial_id)
+        return e.groups.get(group, {}).get(metric) if e else None
+
+    def trial_ids(self, experiment_id: int) -> list[int]:
+        return list(self.by_exp.get(experiment_id, ()))
+
+    def version(self, trial_ids) -> int:
+        return sum(self.trials[tid].rows for tid in trial_ids if tid in self.trials)
+
+    def names(self, trial_ids, group: str | None = None) -> dict[str, list[str]]:
+        """{group: sorted metric names} over the given trials (one group when `group` is given)."""
+        out: dict[str, set] = {}
+        for tid in trial_ids:
+            e = self.trials.get(tid)
+            if e is None:
+                continue
+            for g, series in e.groups.items():
+                if group is None or g == group:
+                    out.setdefault(g, set()).update(series)
+        return {g: sorted(v) for g, v in sorted(out.items())}
+
+    def trial_stats(self, trial_id: int, metric: str | None, smaller_is_better: bool) -> dict:
+        """steps_completed, best and latest validation of `metric` for one trial (None when unknown)."""
+        e = self.trials.get(trial_id)
+        out = {"steps_completed": 0, "best_validation": None, "latest_validation": None, "validations": 0}
+        if e is None:
+            return out
+        for series in e.groups.values():
+            for s in series.values():
+                if s.last_x is not None:
+                    out["steps_completed"] = max(out["steps_completed"], int(s.last_x))
+        s = e.groups.get("validation", {}).get(metric) if metric else None
+        if s is not None and s.n:
+            value, x = s.best(smaller_is_better)
+            out["best_validation"] = {"value": value, "steps_completed": int(x)}
+            out["latest_validation"] = {"value": s.last_y, "steps_completed": int(s.last_x)}
+            out["validations"] = s.n
+        return out
+
+    def experiment_best(self, experiment_id: int, metric: str | None, smaller_is_better: bool) -> dict | None:
+        best = None
+        for tid in self.by_exp.get(experiment_id, ()):
+            s = self.summary(tid, "validation", metric) if metric else None
+            if s is None or not s.n:
+                continue
+            value, x = s.best(smaller_is_better)
+            if best is None or (value < best["value"] if smaller_is_better else value > best["value"]):
+                best = {"value": value, "trial_id": tid, "steps_completed": int(x), "metric": metric}
+        return best
+
+    def status(self) -> dict:
+        with self._lock:
+            nbytes = sum(s.nbytes() for e in self.trials.values() for g in e.groups.values() for s in g.values())
+        return {"ready": self.ready, "rows_folded": self.rows_folded, "trials": len(self.trials),
+                "build_seconds": self.build_seconds, "memory_bytes": nbytes, "error": self.error}

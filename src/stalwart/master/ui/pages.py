@@ -1,0 +1,76 @@
+"""HTML rendering: the Jinja2 environment (autoescaped), embedded page models, static assets and error pages."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pathlib
+
+import jinja2
+from fastapi import Request
+from fastapi.responses import FileResponse, HTMLResponse, Response
+
+import stalwart
+
+HERE = pathlib.Path(__file__).parent
+STATIC = HERE / "static"
+
+# Pages run only our own scripts; inline styles are allowed because uPlot positions its elements with them.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
+       "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
+                    "Referrer-Policy": "same-origin", "Cache-Control": "no-store"}
+TYPES = {".js": "text/javascript", ".css": "text/css", ".png": "image/png", ".svg": "image/svg+xml",
+         ".txt": "text/plain", ".ico": "image/x-icon"}
+
+_env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
+                          autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
+                          undefined=jinja2.StrictUndefined)
+
+
+def asset_version() -> str:
+    """A hash of the static files: part of their URLs, so browsers may cache them forever."""
+    h = hashlib.sha256(stalwart.__version__.encode())
+    for p in sorted(STATIC.rglob("*")):
+        if p.is_file():
+            st = p.stat()
+            h.update(f"{p.relative_to(STATIC)}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:12]
+
+
+VERSION = asset_version()
+
+
+def json_for_html(data) -> str:
+    """JSON safe inside <script type="application/json">: no '<', '>' or '&' can end the element."""
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False, default=str)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").replace("\u2028", "\\u2028") \
+        .replace("\u2029", "\\u2029")
+
+
+def render(template: str, *, title: str, page: str, model=None, status: int = 200, **ctx) -> HTMLResponse:
+    html = _env.get_template(template).render(
+        title=title, page=page, static=f"/ui/static/{VERSION}", version=stalwart.__version__,
+        model_json=json_for_html(model) if model is not None else None, **ctx)
+    return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+
+
+def error_page(status: int, message: str, details: list[str] | None = None) -> HTMLResponse:
+    titles = {400: "Bad request", 404: "Not found", 409: "Conflict", 500: "Something went wrong"}
+    return render("error.html", title=titles.get(status, f"Error {status}"), page="error", status=status,
+                  message=message, details=details or [], code=status)
+
+
+def wants_html(request: Request) -> bool:
+    path = request.url.path
+    return not path.startswith("/api/") and "text/html" in request.headers.get("accept", "")
+
+
+def static_file(path: str) -> Response:
+    """A file under static/ (never outside it), cached for a year: its URL changes when the files do."""
+    target = (STATIC / path).resolve()
+    if not target.is_relative_to(STATIC.resolve()) or not target.is_file():
+        return Response("not found", status_code=404, media_type="text/plain")
+    return FileResponse(target, media_type=TYPES.get(target.suffix, "application/octet-stream"),
+                        headers={"Cache-Control": "public, max-age=31536000, immutable",
+                                 "X-Content-Type-Options": "nosniff"})

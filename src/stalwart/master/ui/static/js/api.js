@@ -1,0 +1,89 @@
+// Talking to the master: JSON requests whose errors carry the API's own message, and the flash banner.
+
+export class ApiError extends Error {
+  constructor(status, message, details = []) {
+    super(message);
+    this.status = status;
+    this.details = details;
+  }
+}
+
+export async function request(method, url, body, { signal } = {}) {
+  let res;
+  try {
+    res = await fetch(url, {
+      method,
+      headers: body === undefined ? { Accept: "application/json" } : { "Content-Type": "application/json", Accept: "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+    });
+  } catch (err) {
+    if (err.name === "AbortError") throw err;
+    throw new ApiError(0, `cannot reach the master (${err.message})`);
+  }
+  const text = await res.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : {}; } catch { data = null; }
+  if (!res.ok) {
+    const e = data && data.error;
+    let message = e && e.message ? e.message : `HTTP ${res.status}`;
+    if (!e && data && typeof data.detail === "string") message = data.detail;
+    throw new ApiError(res.status, message, (e && e.details) || []);
+  }
+  return data;
+}
+
+export const getJSON = (url, opts) => request("GET", url, undefined, opts);
+export const post = (url, body = {}) => request("POST", url, body);
+
+let flashTimer = null;
+
+export function flash(message, kind = "error", details = []) {
+  const box = document.getElementById("flash");
+  if (!box) return;
+  box.replaceChildren();
+  box.dataset.kind = kind;
+  const text = document.createElement("span");
+  text.className = "flash-text";
+  text.textContent = message;
+  box.append(text);
+  if (details && details.length) {
+    const ul = document.createElement("ul");
+    for (const d of details) { const li = document.createElement("li"); li.textContent = d; ul.append(li); }
+    box.append(ul);
+  }
+  const close = document.createElement("button");
+  close.type = "button";
+  close.className = "flash-close";
+  close.textContent = "×";
+  close.setAttribute("aria-label", "Dismiss");
+  close.addEventListener("click", () => { box.hidden = true; });
+  box.append(close);
+  box.hidden = false;
+  clearTimeout(flashTimer);
+  if (kind !== "error") flashTimer = setTimeout(() => { box.hidden = true; }, 6000);
+}
+
+export function showError(err) {
+  if (err && err.name === "AbortError") return;
+  flash(err && err.message ? err.message : String(err), "error", (err && err.details) || []);
+}
+
+// A button that asks for a second click before a destructive action.
+export function confirmClick(button, run, prompt = "Click again to confirm") {
+  const label = button.textContent;
+  let armed = null;
+  button.addEventListener("click", async () => {
+    if (!armed) {
+      button.textContent = prompt;
+      button.classList.add("armed");
+      armed = setTimeout(() => { armed = null; button.textContent = label; button.classList.remove("armed"); }, 4000);
+      return;
+    }
+    clearTimeout(armed);
+    armed = null;
+    button.textContent = label;
+    button.classList.remove("armed");
+    await run();
+  });
+}

@@ -1,0 +1,111 @@
+// The experiments list: server-side filter, sort and paging, live over SSE, bulk pause/activate/kill/archive.
+import { $, el, fmtDuration, fmtNum, fmtTime, labelChips, progressBar, readModel, setQuery, stateBadge } from "./dom.js";
+import { flash, getJSON, post, showError } from "./api.js";
+import { subscribe } from "./live.js";
+import { renderPager, renderTable } from "./table.js";
+
+let model = readModel();
+let params = { ...model.filters, sort: model.sort, order: model.order, limit: model.limit, offset: model.offset };
+const selected = new Set();
+let live = null;
+
+const columns = [
+  { key: "id", label: "ID", sortable: true, numeric: true, render: (e) => el("a", { href: `/experiments/${e.id}`, text: e.id }) },
+  { key: "name", label: "Name", sortable: true, render: (e) => el("a", { href: `/experiments/${e.id}`, class: "name", text: e.name }) },
+  { key: "state", label: "State", sortable: true, render: (e) => stateBadge(e.state) },
+  { key: "progress", label: "Progress", sortable: true, numeric: true, render: (e) => progressBar(e.progress) },
+  { key: "best", label: "Best metric", sortable: true, numeric: true, title: "Best validation of the searcher metric",
+    render: (e) => (e.best ? el("span", { title: `${e.metric} (trial ${e.best.trial_id})` }, fmtNum(e.best.value), el("small", { text: ` ${e.metric}` }))
+      : model.index_ready ? "—" : el("span", { class: "note", text: "indexing…" })) },
+  { key: "num_trials", label: "Trials", sortable: true, numeric: true },
+  { key: "duration", label: "Duration", sortable: true, numeric: true, render: (e) => fmtDuration(e.duration_s) },
+  { key: "labels", label: "Labels", render: (e) => labelChips(e.labels) },
+  { key: "owner", label: "Owner", sortable: true, render: (e) => e.owner },
+  { key: "created_at", label: "Started", sortable: true, numeric: true, render: (e) => fmtTime(e.created_at) },
+];
+
+function render() {
+  const visible = new Set(model.experiments.map((e) => e.id));
+  for (const id of [...selected]) if (!visible.has(id)) selected.delete(id);
+  renderTable($("#experiments-table"), {
+    id: "experiments", columns, rows: model.experiments, sort: model.sort, order: model.order, selected,
+    onSelect: renderBulk, onSort: (sort, order) => go({ sort, order, offset: 0 }),
+    empty: "No experiments match. Create one with: stalwart experiment create CONFIG CONTEXT_DIR",
+  });
+  renderPager($("#pager"), { total: model.total, offset: model.offset, limit: model.limit, onPage: (offset) => go({ offset }) });
+  renderBulk();
+}
+
+function renderBulk() {
+  $("#selected-count").textContent = `${selected.size} selected`;
+  for (const b of document.querySelectorAll("#bulk button")) b.disabled = selected.size === 0;
+}
+
+function connect() {
+  if (live) live.close();
+  live = subscribe({ page: "experiments", ...clean(params) }, (m) => { model = m; render(); });
+}
+
+function clean(p) {
+  return Object.fromEntries(Object.entries(p).filter(([, v]) => v !== "" && v !== null && v !== undefined));
+}
+
+async function go(change) {
+  params = { ...params, ...change };
+  setQuery(clean(params));
+  try {
+    model = await getJSON("/api/v1/ui/experiments?" + new URLSearchParams(clean(params)));
+    render();
+  } catch (err) { showError(err); }
+  connect();
+}
+
+function setupFilters() {
+  const form = $("#filters");
+  const stateSel = form.elements.state;
+  for (const s of model.states) stateSel.append(el("option", { value: s, text: s }));
+  for (const k of ["q", "state", "label", "owner", "archived"]) form.elements[k].value = model.filters[k] || (k === "archived" ? "false" : "");
+  let timer = null;
+  const apply = () => go({ q: form.elements.q.value.trim(), state: form.elements.state.value, label: form.elements.label.value.trim(),
+    owner: form.elements.owner.value.trim(), archived: form.elements.archived.value, offset: 0 });
+  form.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(apply, 250); });
+  form.addEventListener("submit", (ev) => { ev.preventDefault(); apply(); });
+}
+
+async function bulk(action) {
+  const ids = [...selected];
+  const failures = [];
+  for (const id of ids) {
+    try { await post(`/api/v1/experiments/${id}/${action}`); } catch (err) { failures.push(`experiment ${id}: ${err.message}`); }
+  }
+  const done = ids.length - failures.length;
+  if (failures.length) flash(`${action}: ${done} of ${ids.length} done; ${failures.length} failed`, "error", failures);
+  else flash(`${action}: done for ${ids.length} experiment${ids.length === 1 ? "" : "s"}`, "info");
+  selected.clear();
+  go({});
+}
+
+function setupBulk() {
+  for (const b of document.querySelectorAll("#bulk button")) {
+    const action = b.dataset.action;
+    if (action === "kill") {
+      let armed = null;
+      b.addEventListener("click", () => {
+        if (!armed) {
+          b.textContent = `Kill ${selected.size}? Click again`;
+          armed = setTimeout(() => { armed = null; b.textContent = "Kill"; }, 4000);
+          return;
+        }
+        clearTimeout(armed); armed = null; b.textContent = "Kill";
+        bulk("kill");
+      });
+    } else {
+      b.addEventListener("click", () => bulk(action));
+    }
+  }
+}
+
+setupFilters();
+setupBulk();
+render();
+connect();
