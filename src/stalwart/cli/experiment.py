@@ -235,3 +235,18 @@ def _size(resources: dict) -> str:
 
 
 __all__ = ["experiment", "StalwartError"]
+
+
+@click.command("preview-search")
+@click.argument("config_file")
+@click.option("--config", "overrides", multiple=True, metavar="KEY=VAL", help="Override a config key (dotted path).")
+@json_option
+@click.pass_context
+def preview_search(ctx, config_file, overrides, as_json) -> None:
+    """Show the trials and lengths a search would create, without running anything."""
+    reply = client_of(ctx).post("/searcher/preview", {"config": _read_config(config_file, overrides)})
+    if as_json:
+        return output.print_json(reply)
+    for w in reply.get("warnings", []):
+        output.warn(w)
+    output.console.print(reply["text"])

@@ -12,7 +12,7 @@ from stalwart.api.errors import StalwartError
 from stalwart.cli.base import AliasedGroup
 from stalwart.cli.checkpoint import checkpoint
 from stalwart.cli.cluster import agent, down, master, up
-from stalwart.cli.experiment import experiment
+from stalwart.cli.experiment import experiment, preview_search
 from stalwart.cli.output import err_console
 from stalwart.cli.trial import trial
 
@@ -28,7 +28,7 @@ def cli(ctx, master_url) -> None:
     ctx.obj = {"master": master_url}
 
 
-for command in (up, down, master, agent, experiment, trial, checkpoint):
+for command in (up, down, master, agent, experiment, trial, checkpoint, preview_search):
     cli.add_command(command)
 
 
