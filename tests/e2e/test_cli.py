@@ -103,6 +103,12 @@ def test_wait_exits_nonzero_unless_completed(user_env, tmp_path):
     assert described["experiment"]["labels"] == ["a", "b"]
     res = run(user_env, "e", "create", str(DIGITS / "const.yaml"), str(DIGITS), "--config", "novalue")
     assert res.returncode == 2 and "novalue" in res.stderr
+    grid = tmp_path / "grid.yaml"
+    grid.write_text((DIGITS / "const.yaml").read_text().replace("name: single", "name: grid").replace(
+        "hidden: 64", "hidden: {type: int, minval: 16, maxval: 64, count: 3}"))
+    res = run(user_env, "preview-search", str(grid))
+    assert res.returncode == 0 and "create a total of 3 trial(s)" in res.stdout, res.stdout + res.stderr
+    assert run(user_env, "e", "list", "--json").stdout.count('"id"') == 1  # nothing was created
     assert run(user_env, "e", "kill", "1").returncode == 0
     res = run(user_env, "e", "wait", "1", "--polling-interval", "0.2")
     assert res.returncode == 1 and "CANCELED" in res.stdout

@@ -34,6 +34,16 @@ def _create_cli(c, tmp_path, text: str, context=DIGITS):
     (digits_config() + "resources:\n  slots_per_trial: two\n", "resources.slots_per_trial:"),
     (digits_config().replace("metric: validation_accuracy", "smaller_is_better: false"), "searcher.metric: required"),
     (digits_config().replace("python3 train.py", "python3 missing_script.py"), "'missing_script.py' is not in the context"),
+    (digits_config(searcher={"name": "grid", "metric": "m"},
+                   hyperparameters={"lr": {"type": "double", "minval": 0.1, "maxval": 1.0}}),
+     "hyperparameters.lr.count: required for the grid searcher"),
+    (digits_config(searcher={"name": "random", "metric": "m", "max_trials": 2},
+                   hyperparameters={"lr": {"type": "double", "minval": 1.0, "maxval": 0.1}}),
+     "hyperparameters.lr.minval: must be less than maxval"),
+    (digits_config(searcher={"name": "random", "metric": "m", "max_trials": 2},
+                   hyperparameters={"act": {"type": "categorical", "vals": []}}), "hyperparameters.act.vals:"),
+    (digits_config(hyperparameters={"lr": {"type": "log", "minval": -3, "maxval": -1}}),
+     "hyperparameters.lr: the single searcher needs a const value, got type 'log'"),
 ])
 def test_invalid_configs_are_refused_before_anything_is_stored(cluster, tmp_path, text, expected):
     before = _count(cluster)

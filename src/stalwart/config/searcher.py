@@ -11,20 +11,23 @@ from stalwart.config._schema import (
     boolean,
     check_section,
     choice,
+    either,
     integer,
     list_of,
     number,
     string,
+    subsection,
     type_name,
 )
 from stalwart.config.hyperparameters import iter_leaves, leaf_type
 from stalwart.config.lengths import length_checker
 
-SEARCHER_NAMES = ("single", "random", "grid", "adaptive_asha", "async_halving", "custom")
+SEARCHER_NAMES = ("single", "random", "grid", "adaptive_asha", "async_halving", "asha_promotion", "hyperband",
+                  "pbt", "optuna", "custom")
 # Names Determined only parses; their extra fields are kept as given, unchecked.
 EOL_SEARCHER_NAMES = ("adaptive", "adaptive_simple", "sync_halving")
 # Names that produce an end-of-life warning when used.
-WARN_SEARCHER_NAMES = frozenset(EOL_SEARCHER_NAMES) | {"custom"}
+WARN_SEARCHER_NAMES = frozenset(EOL_SEARCHER_NAMES)
 
 _COMMON: dict[str, Field] = {
     "name": Field(string()),
@@ -39,19 +42,51 @@ _MAX_TRIALS = {"max_trials": Field(integer(minimum=1), required=True)}
 _CONCURRENCY = {"max_concurrent_trials": Field(integer(minimum=0), default=16)}
 _HALVING = {
     "divisor": Field(number(exclusive_min=1), default=4),
-    "stop_once": Field(boolean(), default=False),
+    # null unless set: 0.38 ASHA is stop-based; an explicit `false` asks for 0.37's promotions
+    "stop_once": Field(boolean()),
+}
+_ASHA = {
+    **_MAX_TRIALS,
+    "mode": Field(choice("standard", "aggressive", "conservative"), default="standard"),
+    "max_rungs": Field(integer(minimum=1), default=5),
+    "bracket_rungs": Field(list_of(integer(minimum=1)), default=list),
+    **_HALVING,
+    **_CONCURRENCY,
+    **_TIME,
+    **_MAX_LENGTH,
+}
+_PBT_REPLACE = {"truncate_fraction": Field(number(minimum=0), default=0.2)}
+_PBT_EXPLORE = {
+    "resample_probability": Field(number(minimum=0), default=0.2),
+    "perturb_factor": Field(number(minimum=0), default=0.2),
 }
 
 _VARIANTS: dict[str, dict[str, Field]] = {
     "single": {**_MAX_LENGTH, **_TIME},
     "random": {**_MAX_TRIALS, **_CONCURRENCY, **_MAX_LENGTH},
     "grid": {**_CONCURRENCY, **_MAX_LENGTH},
-    "adaptive_asha": {
-        **_MAX_TRIALS,
-        "mode": Field(choice("standard", "aggressive", "conservative"), default="standard"),
+    "adaptive_asha": _ASHA,
+    "asha_promotion": _ASHA,
+    "hyperband": {
+        "max_trials": Field(integer(minimum=1)),
+        "divisor": Field(number(exclusive_min=1), default=3),
         "max_rungs": Field(integer(minimum=1), default=5),
-        "bracket_rungs": Field(list_of(integer(minimum=1)), default=list),
-        **_HALVING,
+        **_CONCURRENCY,
+        **_TIME,
+        **_MAX_LENGTH,
+    },
+    "pbt": {
+        "population_size": Field(integer(minimum=1), required=True),
+        "num_rounds": Field(integer(minimum=1), required=True),
+        "length_per_round": Field(either(integer(minimum=1), length_checker(), "an integer >= 1 or a length"),
+                                  required=True),
+        "time_metric": Field(string(nonempty=True)),
+        "replace_function": subsection(_PBT_REPLACE),
+        "explore_function": subsection(_PBT_EXPLORE),
+    },
+    "optuna": {
+        **_MAX_TRIALS,
+        "sampler": Field(choice("tpe", "random", "cmaes"), default="tpe"),
         **_CONCURRENCY,
         **_TIME,
         **_MAX_LENGTH,
@@ -64,11 +99,16 @@ _VARIANTS: dict[str, dict[str, Field]] = {
         **_TIME,
         **_MAX_LENGTH,
     },
-    "custom": {"unit": Field(choice("batches", "records", "epochs"))},
+    "custom": {
+        "unit": Field(choice("batches", "records", "epochs")),
+        "search_method": Field(string(nonempty=True)),
+        **_TIME,
+        **_MAX_LENGTH,
+    },
 }
 
 # Searchers whose algorithm needs a length: time_metric + max_time, or the legacy max_length.
-_NEEDS_LENGTH = ("adaptive_asha", "async_halving")
+_NEEDS_LENGTH = ("adaptive_asha", "async_halving", "asha_promotion", "hyperband")
 
 
 def check_searcher(value: Any, path: str, problems: Problems) -> dict:
@@ -98,7 +138,7 @@ def _check_cross_fields(searcher: dict, path: str, problems: Problems) -> None:
     has_time = searcher.get("max_time") is not None
     if has_time and not has_metric:
         problems.add(f"{path}.time_metric", "required when max_time is set")
-    if has_metric and not has_time:
+    if has_metric and not has_time and "max_time" in _VARIANTS.get(searcher["name"], {}):
         problems.add(f"{path}.max_time", "required when time_metric is set")
     name = searcher["name"]
     if name in _NEEDS_LENGTH and not (has_metric or has_time or searcher.get("max_length")):

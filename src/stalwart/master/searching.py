@@ -7,6 +7,7 @@ from collections import deque
 
 import sqlalchemy as sa
 
+from stalwart.api.errors import ConfigError
 from stalwart.api.states import AllocationState, ExitReason, ExperimentState as S
 from stalwart.db import tables as t
 from stalwart.master import checkpoint_gc
@@ -16,6 +17,11 @@ from stalwart.master.service import Master, now
 
 
 def build(config: dict) -> SearchMethod:
+    if config["searcher"]["name"] == "custom":
+        raise ConfigError(
+            "searcher.name: custom searchers are not run by this master yet",
+            details=["searcher.name: 'custom' is not available yet; use single, random, grid, adaptive_asha, "
+                     "async_halving, asha_promotion, hyperband, pbt or optuna"])
     return make_search_method(config)
 
 

@@ -30,7 +30,7 @@ def test_adaptive_asha_defaults(minimal, expand):
     }
     s = expand(minimal)["searcher"]
     assert (s["mode"], s["divisor"], s["max_rungs"], s["bracket_rungs"]) == ("standard", 4, 5, [])
-    assert (s["max_concurrent_trials"], s["stop_once"]) == (16, False)
+    assert (s["max_concurrent_trials"], s["stop_once"]) == (16, None)  # null: stop-based unless set
 
 
 def test_adaptive_asha_legacy_max_length(minimal, expand):
@@ -114,8 +114,8 @@ def test_name_and_metric_required(minimal, problems):
 def test_unknown_name(minimal, problems):
     minimal["searcher"] = {"name": "bayes", "metric": "loss"}
     assert problems(minimal) == [
-        "searcher.name: expected one of single, random, grid, adaptive_asha, async_halving, "
-        "custom, adaptive, adaptive_simple, sync_halving, got 'bayes'"
+        "searcher.name: expected one of single, random, grid, adaptive_asha, async_halving, asha_promotion, "
+        "hyperband, pbt, optuna, custom, adaptive, adaptive_simple, sync_halving, got 'bayes'"
     ]
 
 
@@ -130,11 +130,10 @@ def test_end_of_life_names_parse_with_warning(minimal, name):
 
 
 def test_custom_searcher(minimal, problems):
-    minimal["searcher"] = {"name": "custom", "metric": "loss", "unit": "batches"}
+    minimal["searcher"] = {"name": "custom", "metric": "loss", "unit": "batches", "search_method": "s:M"}
     result = load_experiment_config(minimal)
     assert result.config["searcher"]["unit"] == "batches"
-    assert result.warnings == [
-        "searcher.name: 'custom' is end-of-life in Determined; it is accepted for parsing only"
-    ]
+    assert result.config["searcher"]["search_method"] == "s:M"
+    assert result.warnings == []
     minimal["searcher"]["unit"] = "steps"
     assert problems(minimal) == ["searcher.unit: expected one of batches, records, epochs, got 'steps'"]
