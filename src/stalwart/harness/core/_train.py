@@ -7,6 +7,7 @@ import logging
 import math
 import os
 import pathlib
+import tempfile
 import time
 from typing import Any
 
@@ -61,6 +62,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _default_tensorboard_dir() -> pathlib.Path:
+    """Off-cluster (or with non-file storage): the trial's work dir, else a per-process temp dir, never the cwd."""
+    workdir = os.environ.get("DET_WORKDIR")
+    if workdir:
+        return pathlib.Path(workdir) / "tensorboard"
+    return pathlib.Path(tempfile.gettempdir()) / f"stalwart-tensorboard-{os.getpid()}"
+
+
 class TrainContext:
     """On-cluster metrics reporting. Off-cluster, the same methods log locally (`client` is None)."""
 
@@ -71,7 +80,7 @@ class TrainContext:
         self._trial_id = trial_id
         self._run_id = run_id
         self._experiment_id = experiment_id
-        self._tb = tensorboard_path or pathlib.Path(os.environ.get("DET_WORKDIR", ".")) / "tensorboard"
+        self._tb = tensorboard_path or _default_tensorboard_dir()
         auto = TensorboardMode(tensorboard_mode) is TensorboardMode.AUTO
         self._tb_writer = ScalarWriter(self._tb) if tensorboard_path is not None and auto else None
         self._shipper = None
