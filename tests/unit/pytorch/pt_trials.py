@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import torch
 from sklearn.datasets import load_digits
@@ -78,6 +80,8 @@ class DigitsTrial(pytorch.PyTorchTrial):
         self.context.step_optimizer(self.opt, clip_grads=clip)
         self.losses.append(loss.item())
         self.seen.append(y[:4].tolist())
+        if self.context.get_hparams().get("batch_sleep"):
+            time.sleep(self.context.get_hparam("batch_sleep"))
         if self.stop_at is not None and batch_idx + 1 >= self.stop_at:
             self.context.set_stop_requested(True)
         return {"loss": loss, "batch_acc": (out.detach().argmax(1) == y).float().mean()}

@@ -17,9 +17,9 @@ from stalwart.harness.pytorch import _checkpoint as ckpt
 from stalwart.harness.pytorch._callback import PyTorchCallback
 from stalwart.harness.pytorch._context import PyTorchTrialContext
 from stalwart.harness.pytorch._data import DataLoader
-from stalwart.harness.pytorch._reducer import Reducer, batch_rows, columns, plain, reduce_columns
+from stalwart.harness.pytorch._reducer import Reducer, average_batches, batch_rows, columns, plain, reduce_columns
 from stalwart.harness.pytorch._trial import PyTorchTrial
-from stalwart.harness.pytorch._units import Batch, Epoch, TrainUnit
+from stalwart.harness.pytorch._units import NEVER, Batch, Epoch, TrainUnit
 
 log = logging.getLogger("stalwart.pytorch")
 
@@ -235,7 +235,7 @@ class TrialController:
             model.train()
         ctx.reset_reducers()
         epoch_len = ctx._epoch_len
-        batch_bounds = [(k, u) for k, u in self._boundaries if isinstance(u, Batch)]
+        batch_bounds = [(k, u) for k, u in self._boundaries if isinstance(u, Batch) and u != NEVER]
         epoch_bounds = [(k, u) for k, u in self._boundaries if isinstance(u, Epoch)]
         to_device = ctx.to_device if ctx.experimental._auto_to_device else None
         metrics: list = []
@@ -286,14 +286,16 @@ class TrialController:
         return {"batches": self.state.batches_trained, "epochs": self.state.epochs_trained, **metrics}
 
     def _report_training(self, batch_metrics: list[dict]) -> None:
-        cols = columns(batch_metrics)
-        avg = reduce_columns(cols, Reducer.AVG, self.dist.allgather, self.dist.size)
-        avg.update({k: plain(v) for k, v in self.context.reduce_metrics(for_training=True).items()})
+        if self.dist.size > 1:
+            avg = reduce_columns(columns(batch_metrics), Reducer.AVG, self.dist.allgather, self.dist.size)
+        else:
+            avg = average_batches(batch_metrics)
+        if self.context._reducers:
+            avg.update({k: plain(v) for k, v in self.context.reduce_metrics(for_training=True).items()})
         if self.is_chief:
             self.core.train.report_training_metrics(self.state.batches_trained, self._with_progress(avg))
-            self._log_tensorboard("train", avg)
         if self.callbacks:
-            rows = batch_rows(cols)
+            rows = batch_rows(columns(batch_metrics))
             for cb in self.callbacks.values():
                 cb.on_training_workload_end(avg_metrics=avg, batch_metrics=rows)
 
@@ -304,20 +306,6 @@ class TrialController:
         done = self.state.epochs_trained if isinstance(length, Epoch) else self.state.batches_trained
         fraction = 1.0 if final else min(1.0, done / max(int(length.value), 1))
         self.core.train.report_progress(fraction)
-
-    def _log_tensorboard(self, group: str, metrics: dict) -> None:
-        if not self.context.get_enable_tensorboard_logging():
-            return
-        try:
-            writer = self.context.get_tensorboard_writer()
-        except RuntimeError:
-            self.context.set_enable_tensorboard_logging(False)
-            log.debug("tensorboard is not installed: metrics are not written to TensorBoard files")
-            return
-        for name, value in metrics.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                writer.add_scalar(f"{group}/{name}", value, self.state.batches_trained)
-        writer.flush()
 
     # -- validation -----------------------------------------------------------------------------
     def _validate(self) -> dict:
@@ -340,7 +328,6 @@ class TrialController:
             searcher_value = self._searcher_value(metrics)
             before = self._best_before()
             self.core.train.report_validation_metrics(self.state.batches_trained, self._with_progress(metrics))
-            self._log_tensorboard("val", metrics)
             should_checkpoint = self._policy_says_checkpoint(searcher_value, before)
         if self.dist.broadcast(should_checkpoint) and not self._checkpoint_is_current():
             self._checkpoint()

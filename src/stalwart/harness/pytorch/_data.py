@@ -163,7 +163,8 @@ class DataLoader:
             multiprocessing_context=multiprocessing_context, prefetch_factor=prefetch_factor,
             persistent_workers=persistent_workers, pin_memory_device=pin_memory_device, in_order=in_order,
         )
-        self._default_seed = generator.initial_seed() if generator is not None else random.SystemRandom().getrandbits(62)
+        self._default_seed = (generator.initial_seed() if generator is not None
+                              else random.SystemRandom().getrandbits(62))
         self._epochs_iterated = 0
 
     def get_data_loader(self, repeat: bool = False, skip: int = 0, num_replicas: int = 1, rank: int = 0, *,

@@ -196,6 +196,28 @@ def _per_key_reducers(reducers: Reducer | dict[str, Reducer], keys: Iterable[str
     return {k: Reducer(v) for k, v in reducers.items()}
 
 
+def average_batches(batch_metrics: list[dict]) -> dict:
+    """The mean of each metric over one rank's batches (the training report), with one op per metric.
+
+    Scalar tensors, the usual case, are averaged in torch: this runs once per reporting period,
+    when numpy's code paths are cold, so it stays in the library that is hot during training.
+    """
+    if not batch_metrics:
+        return {}
+    keys = batch_metrics[0].keys()
+    out: dict = {}
+    for k in keys:
+        try:
+            values = [m[k] for m in batch_metrics]
+        except KeyError:
+            raise ValueError(f"metric {k!r} is missing from some batches: names must match across batches") from None
+        if all(type(v) is torch.Tensor and v.dim() == 0 for v in values):
+            out[k] = torch.stack(values).double().mean().item()
+        else:
+            out[k] = plain(_column(values).mean(axis=0))
+    return out
+
+
 def batch_rows(cols: dict[str, np.ndarray]) -> list[dict]:
     """The per-batch metrics back as a list of dicts of plain values."""
     if not cols:

@@ -52,9 +52,12 @@ def init(*, hparams: dict | None = None, exp_conf: dict | None = None,
     """`with stalwart.pytorch.init(...) as context:` a PyTorchTrialContext on top of `core.init()`.
 
     On a cluster, the experiment config, trial seed and (unless given) hyperparameters come from the
-    trial; off-cluster, from the arguments. `checkpoint_storage` (off-cluster: a directory or a storage
-    config dict) is passed to core.init(). Off-cluster with `reproducibility.experiment_seed` in
-    `exp_conf`, the Python, numpy and torch RNGs are seeded with it, as a cluster seeds them.
+    trial; off-cluster, from the arguments. `enable_tensorboard_logging` picks the Core API's
+    TensorBoard mode: AUTO writes every reported metric to the trial's TensorBoard files (on a
+    cluster), MANUAL leaves them to the trial (`context.get_tensorboard_writer()`).
+    `checkpoint_storage` (off-cluster: a directory or a storage config dict) is passed to
+    core.init(). Off-cluster with `reproducibility.experiment_seed` in `exp_conf`, the Python, numpy
+    and torch RNGs are seeded with it, as a cluster seeds them.
     """
     trial = _trial_info(get_cluster_info())
     if trial is not None:
@@ -69,8 +72,9 @@ def init(*, hparams: dict | None = None, exp_conf: dict | None = None,
         else:
             seed = random.SystemRandom().getrandbits(31)
     distributed = distributed or _distributed_from_env()
+    tensorboard_mode = core.TensorboardMode.AUTO if enable_tensorboard_logging else core.TensorboardMode.MANUAL
     with core.init(distributed=distributed, checkpoint_storage=checkpoint_storage,
-                   preempt_mode=core.PreemptMode.WorkersAskChief) as core_context:
+                   preempt_mode=core.PreemptMode.WorkersAskChief, tensorboard_mode=tensorboard_mode) as core_context:
         context = PyTorchTrialContext(core_context, hparams=hparams, exp_conf=exp_conf, trial_seed=seed,
                                       aggregation_frequency=aggregation_frequency, steps_completed=steps,
                                       enable_tensorboard_logging=enable_tensorboard_logging)

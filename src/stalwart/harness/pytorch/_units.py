@@ -13,7 +13,7 @@ class TrainUnit:
     """A period (`value` an int: every `value` units) or a schedule (`value` a container of unit counts)."""
 
     def __init__(self, value: int | abc.Container) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, abc.Container)):
+        if isinstance(value, (bool, str, bytes)) or not isinstance(value, (int, abc.Container)):
             raise TypeError(f"{type(self).__name__} takes an int or a container of ints, got {value!r}")
         self.value = value
 
