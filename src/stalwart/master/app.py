@@ -34,6 +34,8 @@ def create_app(settings: MasterSettings) -> FastAPI:
         finally:
             for task in tasks:
                 task.cancel()
+            for search in list(m.custom_searchers.values()):
+                search.close()
             m.db.dispose()
 
     app = FastAPI(title="Stalwart master", version=stalwart.__version__, lifespan=lifespan,

@@ -24,9 +24,21 @@ def create_experiment(m: Master, config_text: str, archive: bytes, *, activate: 
     problems = check_entrypoint(config["entrypoint"], names)
     if problems:
         raise ConfigError("the entrypoint cannot run from this context directory", details=problems)
-    search = searching.build(config)
+    search = searching.build(config, archive)
     if validate_only:
+        searching.discard(search)
         return None, expanded.warnings
+    try:
+        exp_id = _store_experiment(m, config, config_text, archive, search, activate=activate, owner=owner)
+    except BaseException:
+        searching.discard(search, m)
+        raise
+    m.wake_scheduler()
+    return exp_id, expanded.warnings
+
+
+def _store_experiment(m: Master, config: dict, config_text: str, archive: bytes, search, *, activate: bool,
+                      owner: str) -> int:
     with m.db.begin() as conn:
         exp_id = conn.execute(
             t.experiments.insert().values(
@@ -49,9 +61,9 @@ def create_experiment(m: Master, config_text: str, archive: bytes, *, activate: 
                 t.experiments.update().where(t.experiments.c.id == exp_id).values(name=config["name"], config=config)
             )
         conn.execute(t.contexts.insert().values(experiment_id=exp_id, archive=archive))
+        searching.adopt(m, exp_id, search)
         searching.apply(m, conn, exp_id, search, search.initial_operations())
-    m.wake_scheduler()
-    return exp_id, expanded.warnings
+    return exp_id
 
 
 def _experiment(conn, exp_id: int):
@@ -184,6 +196,7 @@ def maybe_finish(m: Master, conn, exp_id: int) -> None:
     open_states = [S.ACTIVE, S.PAUSED, S.STOPPING_CANCELED, S.STOPPING_KILLED, S.STOPPING_COMPLETED, S.STOPPING_ERROR]
     _set_trials(conn, exp_id, open_states, S.CANCELED)
     _set_state(conn, exp_id, final)
+    searching.forget(m, exp_id)
     from stalwart.master import checkpoint_gc
 
     checkpoint_gc.run_for_experiment(m, conn, exp_id)

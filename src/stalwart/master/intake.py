@@ -176,7 +176,7 @@ def set_progress(m: Master, allocation_id: str, trial_id: int, progress) -> None
         caller_allocation(conn, allocation_id, trial_id)
         trial = Master.get_row(conn, t.trials, trial_id, "trial")
         conn.execute(t.trials.update().where(t.trials.c.id == trial_id).values(progress=float(progress)))
-        searching.refresh_progress(conn, trial["experiment_id"])
+        searching.refresh_progress(m, conn, trial["experiment_id"])
 
 
 def early_exit(m: Master, allocation_id: str, trial_id: int, reason: str) -> None:

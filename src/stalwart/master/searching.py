@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from collections import deque
 
 import sqlalchemy as sa
@@ -10,24 +11,103 @@ import sqlalchemy as sa
 from stalwart.api.errors import ConfigError
 from stalwart.api.states import AllocationState, ExitReason, ExperimentState as S
 from stalwart.db import tables as t
-from stalwart.master import checkpoint_gc
+from stalwart.master import checkpoint_gc, custom_search
 from stalwart.searcher import Create, SearchMethod, Shutdown, Stop, TrialExit, make_search_method
 from stalwart.searcher.base import Pause, Resume
 from stalwart.master.service import Master, now
 
 
-def build(config: dict) -> SearchMethod:
+def build(config: dict, archive: bytes, label: str = "") -> SearchMethod:
+    """A fresh searcher; a custom one starts its worker process from the context `archive`."""
     if config["searcher"]["name"] == "custom":
-        raise ConfigError(
-            "searcher.name: custom searchers are not run by this master yet",
-            details=["searcher.name: 'custom' is not available yet; use single, random, grid, adaptive_asha, "
-                     "async_halving, asha_promotion, hyperband, pbt or optuna"])
+        return custom_search.start(config, archive, label)
     return make_search_method(config)
 
 
-def load(conn, exp_id: int) -> tuple[dict, SearchMethod]:
+def discard(search: SearchMethod, m: Master | None = None) -> None:
+    """Let go of a searcher that will not be used (a custom one's process ends)."""
+    if isinstance(search, custom_search.SearcherProcess):
+        if m is not None:
+            with _custom_lock:
+                for exp_id in [k for k, v in m.custom_searchers.items() if v is search]:
+                    del m.custom_searchers[exp_id]
+        search.close()
+
+
+def adopt(m: Master, exp_id: int, search: SearchMethod) -> None:
+    """Keep a custom searcher's process for the experiment's life."""
+    if isinstance(search, custom_search.SearcherProcess):
+        search.label = f"experiment {exp_id}"
+        with _custom_lock:
+            m.custom_searchers[exp_id] = search
+
+
+def forget(m: Master, exp_id: int) -> None:
+    """The experiment has ended: stop its custom searcher's process, if it has one."""
+    with _custom_lock:
+        search = m.custom_searchers.pop(exp_id, None)
+    if search is not None:
+        search.close()
+
+
+_custom_lock = threading.Lock()
+
+
+class _Inert(SearchMethod):
+    """Stands in for a custom searcher that cannot run: nothing new happens, or the search fails."""
+
+    def __init__(self, state: dict | None, progress: float, failure: str = "") -> None:
+        self.state, self.last_progress, self.failure = state, progress, failure
+
+    def _events(self) -> list:
+        return [Shutdown(failure=True, reason=self.failure)] if self.failure else []
+
+    def initial_operations(self) -> list:
+        return self._events()
+
+    def on_validation_completed(self, request_id, metrics, steps_completed) -> list:
+        return self._events()
+
+    def on_trial_exited(self, request_id, how) -> list:
+        return self._events()
+
+    def progress(self, trial_progress) -> float:
+        return self.last_progress
+
+    def snapshot(self) -> dict | None:
+        return self.state
+
+    def restore(self, snapshot: dict) -> None:
+        self.state = snapshot
+
+
+def _load_custom(m: Master, conn, exp) -> SearchMethod:
+    with _custom_lock:
+        search = m.custom_searchers.get(exp["id"])
+    if search is not None:
+        return search
+    if S(exp["state"]).terminal:
+        return _Inert(exp["searcher_state"], exp["progress"])
+    archive = conn.execute(
+        sa.select(t.contexts.c.archive).where(t.contexts.c.experiment_id == exp["id"])).scalar_one()
+    search = None
+    try:
+        search = custom_search.start(exp["config"], archive, f"experiment {exp['id']}")
+        if exp["searcher_state"] is not None:
+            search.restore(exp["searcher_state"])
+    except ConfigError as exc:
+        if isinstance(search, custom_search.SearcherProcess):
+            search.close()
+        return _Inert(exp["searcher_state"], exp["progress"], failure=f"custom searcher could not be restarted: {exc}")
+    adopt(m, exp["id"], search)
+    return search
+
+
+def load(m: Master, conn, exp_id: int) -> tuple[dict, SearchMethod]:
     exp = Master.get_row(conn, t.experiments, exp_id, "experiment")
-    search = build(exp["config"])
+    if exp["config"]["searcher"]["name"] == "custom":
+        return exp, _load_custom(m, conn, exp)
+    search = make_search_method(exp["config"])
     if exp["searcher_state"] is not None:
         search.restore(exp["searcher_state"])
     return exp, search
@@ -148,7 +228,7 @@ def _save(conn, exp_id: int, search: SearchMethod) -> None:
 
 
 def on_validation(m: Master, conn, trial: dict, steps_completed: int, metrics: dict) -> None:
-    exp, search = load(conn, trial["experiment_id"])
+    exp, search = load(m, conn, trial["experiment_id"])
     name = exp["config"]["searcher"]["metric"]
     value = metrics.get(name)
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
@@ -163,10 +243,10 @@ def on_validation(m: Master, conn, trial: dict, steps_completed: int, metrics: d
 
 
 def on_trial_exit(m: Master, conn, trial: dict, how: TrialExit) -> None:
-    exp, search = load(conn, trial["experiment_id"])
+    exp, search = load(m, conn, trial["experiment_id"])
     apply(m, conn, exp["id"], search, search.on_trial_exited(trial["request_id"], how))
 
 
-def refresh_progress(conn, exp_id: int) -> None:
-    _, search = load(conn, exp_id)
+def refresh_progress(m: Master, conn, exp_id: int) -> None:
+    _, search = load(m, conn, exp_id)
     _save(conn, exp_id, search)

@@ -51,6 +51,7 @@ class Master:
         self.started_at = now()
         self.signals = Signals()
         self.kills_sent: set[str] = set()
+        self.custom_searchers: dict = {}  # experiment id -> custom_search.SearcherProcess
         self.cluster_id, self.secret = self._cluster_identity()
         self.cluster_token = settings.cluster_token or self._info("cluster_token")
 
