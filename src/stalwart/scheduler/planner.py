@@ -33,10 +33,16 @@ def _pool_pass(pool: str, requests: list[Request], agents: list[AgentState], pol
                out: Decision) -> None:
     running = [r for r in requests if r.containers]
     pending = []
+    sizes: dict[int, int] = defaultdict(int)
+    for a in agents:
+        sizes[a.total_slots] += 1
+    reasons: dict[int, str | None] = {}
     for r in requests:
         if r.containers:
             continue
-        reason = impossible(r, pool, agents)
+        if r.slots not in reasons:
+            reasons[r.slots] = impossible(r.slots, pool, sizes)
+        reason = reasons[r.slots]
         if reason:
             out.unschedulable[r.allocation_id] = reason
         elif r.slots > 0:
@@ -61,20 +67,17 @@ def _zero_slot(pending: list[Request], agents: list[AgentState], out: Decision) 
         out.starts.append(Start(r.allocation_id, ((ranked[i % len(ranked)].agent_id, ()),)))
 
 
-def impossible(req: Request, pool: str, agents: list[AgentState]) -> str | None:
-    """Why no agent set in `pool` could ever hold `req` (counting disabled agents too), else None."""
-    if not agents:
+def impossible(slots: int, pool: str, sizes: dict[int, int]) -> str | None:
+    """Why no set of agents in `pool` could ever hold `slots` slots, else None.
+
+    `sizes` maps an agent size (total slots) to how many agents of the pool have it, disabled ones included."""
+    if not sizes:
         return f"resource pool '{pool}' has no agents; start one with `stalwart agent run --resource-pool {pool}`"
-    if req.slots == 0:
-        return None
-    sizes: dict[int, int] = defaultdict(int)
-    for a in agents:
-        sizes[a.total_slots] += 1
-    if max(sizes) >= req.slots:
+    if slots == 0 or max(sizes) >= slots:
         return None
     for size, count in sizes.items():
-        if size > 0 and req.slots % size == 0 and size * count >= req.slots:
+        if size > 0 and slots % size == 0 and size * count >= slots:
             return None
     total = sum(size * count for size, count in sizes.items())
-    return (f"needs {req.slots} slots but resource pool '{pool}' can never offer that: it has {total} slot(s) "
-            f"on {len(agents)} agent(s) (a task spans several agents only by taking whole agents of one size)")
+    return (f"needs {slots} slots but resource pool '{pool}' can never offer that: it has {total} slot(s) "
+            f"on {sum(sizes.values())} agent(s) (a task spans several agents only by taking whole agents of one size)")
