@@ -18,11 +18,21 @@ from stalwart.cli.base import AliasedGroup, client_of, json_option
 @click.option("--port", type=int, default=None, help="Master port (default 8080, or a free one).")
 @click.option("--slots", type=int, default=None, help="CPU slots of the local agent (default: GPUs seen, else 1).")
 @click.option("--foreground", is_flag=True, help="Keep master and agent in this terminal.")
-def up(port, slots, foreground) -> None:
+@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
+              help="Master config file (pools, scheduler, ...); the local agent joins the default compute pool.")
+def up(port, slots, foreground, config_file) -> None:
     """Start a local master and one agent (SQLite under $STALWART_HOME)."""
+    pool = "default"
+    if config_file:
+        from stalwart.config.master import load_master_config
+
+        cfg = load_master_config(config_file)  # refuse a bad file before starting anything
+        port = port or cfg.port
+        pool = cfg.default_compute_pool
+        config_file = str(pathlib.Path(config_file).resolve())
     if foreground:
         output.info(f"Starting master and agent in the foreground (state in {homes.home()}); Ctrl-C stops them.")
-    rec = local_cluster.start(port=port, slots=slots, foreground=foreground)
+    rec = local_cluster.start(port=port, slots=slots, foreground=foreground, config=config_file, pool=pool)
     if foreground:
         return
     if rec.get("already_running"):
@@ -47,27 +57,38 @@ def master() -> None:
 
 
 @master.command("run")
+@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
+              help="Master config file (Determined's master.yaml format); flags given here override it.")
 @click.option("--db", "db_url", default=None, help="Database URL (sqlite:///PATH or postgresql://...).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option("--port", type=int, default=8080, show_default=True)
+@click.option("--host", default=None, help="Interface to listen on (default 127.0.0.1).")
+@click.option("--port", type=int, default=None, help="Port (default 8080).")
 @click.option("--home", "home_dir", default=None, help="State directory (default $STALWART_HOME).")
 @click.option("--url", "advertised_url", default=None, help="Address agents and trials use to reach this master.")
 @click.option("--cluster-token", default=None, envvar="STALWART_CLUSTER_TOKEN", help="Token agents must present.")
-@click.option("--agent-timeout", type=float, default=30.0, show_default=True, help="Seconds before a silent agent is lost.")
-def master_run(db_url, host, port, home_dir, advertised_url, cluster_token, agent_timeout) -> None:
+@click.option("--agent-timeout", type=float, default=None, help="Seconds before a silent agent is lost (default 30).")
+def master_run(config_file, db_url, host, port, home_dir, advertised_url, cluster_token, agent_timeout) -> None:
     """Run the master in the foreground."""
     import uvicorn
 
+    from stalwart.config.master import MasterConfig, load_master_config
     from stalwart.master.app import create_app
     from stalwart.master.settings import MasterSettings
 
+    cfg = load_master_config(config_file) if config_file else MasterConfig()
     base = pathlib.Path(home_dir) if home_dir else homes.home()
     base.mkdir(parents=True, exist_ok=True)
+    host = host or cfg.host or "127.0.0.1"
+    port = port or cfg.port or 8080
     settings = MasterSettings(
-        db_url=db_url or f"sqlite:///{base / 'master.db'}", home=base, host=host, port=port,
-        advertised_url=advertised_url, cluster_token=cluster_token, agent_timeout_s=agent_timeout,
+        db_url=db_url or cfg.db_url or f"sqlite:///{base / 'master.db'}", home=base, host=host, port=port,
+        advertised_url=advertised_url, cluster_token=cluster_token,
+        agent_timeout_s=agent_timeout or cfg.agent_timeout or 30.0, checkpoint_storage=cfg.checkpoint_storage,
+        task_container_defaults=cfg.task_container_defaults, cluster=cfg,
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if cfg.ignored_keys:
+        logging.getLogger("stalwart.master").warning("master config keys not used by Stalwart: %s",
+                                                     ", ".join(cfg.ignored_keys))
     app = create_app(settings)
     token_path = homes.token_file(base)
     token_path.write_text(app.state.master.cluster_token)

@@ -9,7 +9,8 @@ from stalwart.api.states import AllocationState, ExperimentState as S
 from stalwart.config.experiment import load_experiment_config
 from stalwart.context import check_entrypoint, validate_archive
 from stalwart.db import tables as t
-from stalwart.master import searching
+from stalwart.config import views
+from stalwart.master import jobs, searching
 from stalwart.master.service import Master, now
 
 
@@ -25,6 +26,8 @@ def create_experiment(m: Master, config_text: str, archive: bytes, *, activate: 
     if problems:
         raise ConfigError("the entrypoint cannot run from this context directory", details=problems)
     search = searching.build(config)
+    resources = config.get("resources") or {}
+    pool = jobs.resolve_pool(m, resources.get("resource_pool") or None, views.slots_per_trial(config))
     if validate_only:
         return None, expanded.warnings
     with m.db.begin() as conn:
@@ -49,6 +52,7 @@ def create_experiment(m: Master, config_text: str, archive: bytes, *, activate: 
                 t.experiments.update().where(t.experiments.c.id == exp_id).values(name=config["name"], config=config)
             )
         conn.execute(t.contexts.insert().values(experiment_id=exp_id, archive=archive))
+        jobs.create_job(m, conn, jobs.EXPERIMENT, exp_id, resources, pool)
         searching.apply(m, conn, exp_id, search, search.initial_operations())
     m.wake_scheduler()
     return exp_id, expanded.warnings
@@ -78,8 +82,10 @@ def request_preemption(m: Master, conn, allocation_id: str) -> None:
 
 def request_kill(m: Master, conn, alloc) -> None:
     conn.execute(t.allocations.update().where(t.allocations.c.id == alloc["id"]).values(kill_requested=True))
-    if alloc["agent_id"]:
-        m.signals.notify(f"agent:{alloc['agent_id']}")
+    agents = {alloc["agent_id"]} | set(conn.execute(sa.select(t.allocation_containers.c.agent_id).where(
+        t.allocation_containers.c.allocation_id == alloc["id"])).scalars())
+    for agent_id in agents - {None}:
+        m.signals.notify(f"agent:{agent_id}")
 
 
 def _set_trials(conn, exp_id: int, from_states: list[S], to: S) -> None:

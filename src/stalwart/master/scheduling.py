@@ -10,9 +10,8 @@ import sqlalchemy as sa
 from stalwart.api.states import AllocationState as A, ExitReason, ExperimentState as S
 from stalwart.config import views
 from stalwart.db import tables as t
-from stalwart.master import experiments, trials
+from stalwart.master import containers, experiments, placing, trials
 from stalwart.master.service import Master, new_id, now
-from stalwart.scheduler import AgentCapacity, PendingAllocation, place
 
 log = logging.getLogger(__name__)
 
@@ -65,40 +64,8 @@ def _source_busy(conn, trial, busy: set[tuple[int, str]]) -> bool:
     return (trial["experiment_id"], trial["source_request_id"]) in busy
 
 
-def _capacities(conn) -> list[AgentCapacity]:
-    agents = conn.execute(
-        sa.select(t.agents).where(t.agents.c.connected.is_(True), t.agents.c.enabled.is_(True))
-    ).mappings().all()
-    used: dict[str, set[int]] = {}
-    for row in conn.execute(
-        sa.select(t.allocations.c.agent_id, t.allocations.c.slot_ids).where(
-            t.allocations.c.state.in_([A.ASSIGNED.value, A.RUNNING.value])
-        )
-    ):
-        used.setdefault(row.agent_id, set()).update(row.slot_ids or [])
-    return [
-        AgentCapacity(
-            agent_id=a["id"],
-            free_slot_ids=[i for i in range(a["slots"]) if i not in used.get(a["id"], set())],
-            resource_pool=a["resource_pool"],
-            total_slots=a["slots"],
-        )
-        for a in agents
-    ]
-
-
 def _place(m: Master, conn) -> None:
-    pending = conn.execute(sa.select(t.allocations).where(t.allocations.c.state == A.PENDING.value)).mappings().all()
-    if not pending:
-        return
-    requests = [PendingAllocation(p["id"], p["slots"], p["created_at"]) for p in pending]
-    for a in place(requests, _capacities(conn)):
-        conn.execute(
-            t.allocations.update()
-            .where(t.allocations.c.id == a.allocation_id, t.allocations.c.state == A.PENDING.value)
-            .values(state=A.ASSIGNED.value, agent_id=a.agent_id, slot_ids=list(a.slot_ids))
-        )
-        m.signals.notify(f"agent:{a.agent_id}")
+    placing.place(m, conn)
 
 
 def _lose_silent_agents(m: Master, conn) -> None:
@@ -112,10 +79,10 @@ def _lose_silent_agents(m: Master, conn) -> None:
     for agent_id in lost:
         log.warning("agent %s has not been heard from for %.0f s; declaring it lost", agent_id, timeout)
         conn.execute(t.agents.update().where(t.agents.c.id == agent_id).values(connected=False))
-        for alloc_id in conn.execute(
-            sa.select(t.allocations.c.id).where(t.allocations.c.agent_id == agent_id, t.allocations.c.state != A.TERMINATED.value)
-        ).scalars().all():
-            trials.allocation_exited(m, conn, alloc_id, None, ExitReason.AGENT_LOST)
+        for c in containers.on_agent(conn, agent_id):
+            containers.set_state(conn, c["allocation_id"], agent_id, A.TERMINATED.value)
+            containers.kill_others(m, conn, c["allocation_id"], agent_id)
+            trials.allocation_exited(m, conn, c["allocation_id"], None, ExitReason.AGENT_LOST)
 
 
 def _enforce_preemption_timeouts(m: Master, conn) -> None:

@@ -10,7 +10,7 @@ from stalwart.api.errors import InvalidStateError
 from stalwart.api.states import AllocationState, ExitReason, ExperimentState as S
 from stalwart.config import views
 from stalwart.db import tables as t
-from stalwart.master import checkpoint_gc, experiments, searching
+from stalwart.master import checkpoint_gc, commands, containers, experiments, searching
 from stalwart.master.logs import master_line
 from stalwart.master.service import Master, now
 from stalwart.searcher import TrialExit
@@ -53,7 +53,11 @@ def allocation_exited(m: Master, conn, allocation_id: str, exit_code: int | None
         .where(t.allocations.c.id == allocation_id)
         .values(state=AllocationState.TERMINATED.value, exit_code=exit_code, exit_reason=reason.value, ended_at=now())
     )
+    containers.release(conn, allocation_id)
     m.wake_scheduler()
+    if alloc["command_id"] is not None:
+        commands.allocation_ended(m, conn, alloc, exit_code, reason)
+        return
     if alloc["trial_id"] is None:
         return
     trial = dict(Master.get_row(conn, t.trials, alloc["trial_id"], "trial"))
