@@ -144,7 +144,45 @@ def agent_list(ctx, as_json) -> None:
     if as_json:
         return output.print_json(data)
     output.table(
-        ["Agent", "Host", "Pool", "Slots", "Used", "Type", "Enabled", "Connected", "Last seen"],
+        ["Agent", "Host", "Pool", "Slots", "Used", "Type", "Enabled", "Draining", "Connected", "Last seen"],
         [(a["id"], a["hostname"], a["resource_pool"], a["slots"], a["used_slots"], a["slot_type"], a["enabled"],
-          a["connected"], output.when(a["last_seen"])) for a in data["agents"]],
+          a.get("draining", False), a["connected"], output.when(a["last_seen"])) for a in data["agents"]],
     )
+
+
+@agent.command("enable")
+@click.argument("agent_id")
+@click.pass_context
+def agent_enable(ctx, agent_id) -> None:
+    """Let the scheduler start tasks on AGENT_ID again."""
+    client_of(ctx).post(f"/agents/{agent_id}/enable")
+    output.console.print(f"Enabled agent {agent_id}.")
+
+
+@agent.command("disable")
+@click.argument("agent_id")
+@click.option("--drain", is_flag=True, help="Let its running tasks finish; start nothing new there.")
+@click.pass_context
+def agent_disable(ctx, agent_id, drain) -> None:
+    """Start nothing more on AGENT_ID; without --drain its trials are preempted and its commands killed."""
+    client_of(ctx).post(f"/agents/{agent_id}/disable", {"drain": drain})
+    how = "draining: its running tasks finish" if drain else "its trials are preempted and commands killed"
+    output.console.print(f"Disabled agent {agent_id} ({how}).")
+
+
+@click.group("slot", cls=AliasedGroup, aliases={"ls": "list"})
+def slot() -> None:
+    """Slots of the cluster's agents."""
+
+
+@slot.command("list")
+@json_option
+@click.pass_context
+def slot_list(ctx, as_json) -> None:
+    """List every slot and the task using it."""
+    data = client_of(ctx).get("/slots")
+    if as_json:
+        return output.print_json(data)
+    output.table(["Agent", "Slot", "Type", "Enabled", "Draining", "Allocation", "Task"],
+                 [(s["agent_id"], s["slot_id"], s["type"], s["enabled"], s["draining"], s["allocation_id"] or "",
+                   s["task_id"] or "") for s in data["slots"]])
