@@ -80,7 +80,7 @@ def set_command(kind: str, keys: tuple[str, ...]) -> click.Command:
             parsed = cast(value)
         except ValueError:
             raise InvalidRequest(f"{key}: expected {'an integer' if cast is int else 'a number'}, got {value!r}") from None
-        job = client_of(ctx).post(f"/{kind}s/{entity_id}/job", {field: parsed})["job"]
+        job = client_of(ctx).request("PATCH", f"/{kind}s/{entity_id}/job", json_body={field: parsed})["job"]
         output.console.print(f"{kind.capitalize()} {entity_id}: {key} is now {job[field]} (job {job['job_id']}, "
                              f"queue position {job['queue_position']}).")
 

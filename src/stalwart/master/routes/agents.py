@@ -32,7 +32,8 @@ async def actions(request: Request, agent_id: str, timeout: float = 0,
     agents.touch(m, agent_id)
     out = agents.pending_actions(m, agent_id, set(known))
     if not out["start"] and not out["kill"] and timeout > 0:
-        await m.signals.wait(f"agent:{agent_id}", min(timeout, 60))
+        # answer well within agent_timeout: each poll is the agent's heartbeat
+        await m.signals.wait(f"agent:{agent_id}", min(timeout, 60, m.settings.agent_timeout_s / 3))
         out = agents.pending_actions(m, agent_id, set(known))
     return out
 

@@ -65,13 +65,13 @@ async def _entity_job(request: Request, kind: str, entity_id: int) -> dict:
     return {"job": jobs.update_job(m, job_id, await body(request))}
 
 
-@router.post("/experiments/{exp_id}/job")
+@router.patch("/experiments/{exp_id}/job")
 async def update_experiment_job(request: Request, exp_id: int) -> dict:
     """`e set priority|weight|max-slots`: body {priority | weight | max_slots}."""
     return await _entity_job(request, jobs.EXPERIMENT, exp_id)
 
 
-@router.post("/commands/{cmd_id}/job")
+@router.patch("/commands/{cmd_id}/job")
 async def update_command_job(request: Request, cmd_id: int) -> dict:
     """`cmd set priority`: body {priority}."""
     return await _entity_job(request, jobs.COMMAND, cmd_id)
