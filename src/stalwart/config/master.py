@@ -59,8 +59,8 @@ POOL_SPEC = {
 RM_SPEC = {
     "type": Field(choice("agent"), default="agent"),
     "scheduler": Field(section(SCHEDULER_SPEC)),
-    "default_compute_resource_pool": Field(string(nonempty=True), default="default"),
-    "default_aux_resource_pool": Field(string(nonempty=True), default="default"),
+    "default_compute_resource_pool": Field(string(nonempty=True)),  # default: `default`, else the first pool
+    "default_aux_resource_pool": Field(string(nonempty=True)),
     "require_authentication": Field(boolean()),
     "client_ca": Field(string()),
     "name": Field(string()),
@@ -184,10 +184,11 @@ def parse_master_config(data: Any, source: str = "master config") -> MasterConfi
                    dict(p.get("task_container_defaults") or {}))
         for p in cfg.get("resource_pools") or [{"pool_name": "default"}]
     )
+    fallback = "default" if any(p.name == "default" for p in pools) else pools[0].name
     return MasterConfig(
         pools=pools,
-        default_compute_pool=rm.get("default_compute_resource_pool") or "default",
-        default_aux_pool=rm.get("default_aux_resource_pool") or "default",
+        default_compute_pool=rm.get("default_compute_resource_pool") or fallback,
+        default_aux_pool=rm.get("default_aux_resource_pool") or fallback,
         port=cfg.get("port"), host=cfg.get("host"), db_url=_db_url(cfg.get("db")),
         checkpoint_storage=cfg.get("checkpoint_storage"),
         task_container_defaults=dict(cfg.get("task_container_defaults") or {}),

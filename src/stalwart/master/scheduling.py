@@ -86,21 +86,34 @@ def _lose_silent_agents(m: Master, conn) -> None:
 
 
 def _enforce_preemption_timeouts(m: Master, conn) -> None:
+    """A run that has not exited `preemption_timeout` seconds after its preemption signal is killed.
+
+    A trial that is being stopped ends as before (killed); one that was only preempted (scheduler,
+    pause, disabled agent) goes back to the queue and resumes from its latest checkpoint, uncounted."""
     rows = conn.execute(
-        sa.select(t.allocations, t.experiments.c.config)
+        sa.select(t.allocations, t.experiments.c.config, t.experiments.c.state.label("exp_state"),
+                  t.trials.c.stop_requested)
         .join(t.trials, t.trials.c.id == t.allocations.c.trial_id)
         .join(t.experiments, t.experiments.c.id == t.trials.c.experiment_id)
         .where(
             t.allocations.c.state != A.TERMINATED.value,
             t.allocations.c.preempt_requested.is_(True),
             t.allocations.c.kill_requested.is_(False),
+            t.allocations.c.exit_reason.is_(None),
         )
     ).mappings().all()
     for row in rows:
-        timeout = row["config"].get("preemption_timeout") or 3600
-        if row["preempt_at"] is not None and now() - row["preempt_at"] > timeout:
-            log.warning("allocation %s did not exit within preemption_timeout (%s s); killing it", row["id"], timeout)
+        timeout = row["config"].get("preemption_timeout")
+        timeout = 3600 if timeout is None else timeout
+        if row["preempt_at"] is None or now() - row["preempt_at"] <= timeout:
+            continue
+        log.warning("allocation %s did not exit within preemption_timeout (%s s); killing it", row["id"], timeout)
+        if row["stop_requested"] or S(row["exp_state"]).stopping:
             experiments.request_kill(m, conn, row)
+            continue
+        conn.execute(t.allocations.update().where(t.allocations.c.id == row["id"])
+                     .values(exit_reason=ExitReason.PREEMPTED.value))  # how its end will be read
+        containers.kill_others(m, conn, row["id"], None)
 
 
 def _cancel_unplaced(m: Master, conn) -> None:

@@ -48,6 +48,8 @@ def allocation_exited(m: Master, conn, allocation_id: str, exit_code: int | None
         reason = ExitReason.KILLED
     if reason is ExitReason.EXITED and alloc["preempt_acked"] and exit_code == 0:
         reason = ExitReason.PREEMPTED
+    if reason is ExitReason.EXITED and alloc["exit_reason"] == ExitReason.PREEMPTED.value:
+        reason = ExitReason.PREEMPTED  # killed at its preemption timeout
     conn.execute(
         t.allocations.update()
         .where(t.allocations.c.id == allocation_id)
@@ -74,6 +76,10 @@ def _trial_run_ended(m: Master, conn, trial: dict, exp, alloc, exit_code: int | 
     if reason is ExitReason.AGENT_LOST:
         master_line(conn, tid, f"agent {alloc['agent_id']} was lost; the trial will resume from its latest "
                     "checkpoint (not counted as a restart)", "WARNING", aid)
+        return
+    if reason is ExitReason.PREEMPTED and exit_code != 0 and not alloc["kill_requested"]:
+        master_line(conn, tid, f"trial did not exit within preemption_timeout and was killed ({describe_exit(exit_code)}); "
+                    "it resumes from its latest checkpoint (not counted as a restart)", "WARNING", aid)
         return
     if alloc["kill_requested"] or exp_state in (S.STOPPING_CANCELED, S.STOPPING_KILLED):
         master_line(conn, tid, f"trial stopped ({describe_exit(exit_code)})", "INFO", aid)
