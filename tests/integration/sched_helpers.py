@@ -10,8 +10,10 @@ GANG = pathlib.Path(__file__).parent / "gang"
 
 
 def gang_config(name: str = "gang", slots: int = 1, sleep: float = 0, fail_rank: int = -1, max_restarts: int = 0,
-                **resources) -> str:
+                preemption_timeout: int = 3600, **resources) -> str:
+    """The gang script ignores preemption signals: it is killed at `preemption_timeout` and re-queued."""
     return yaml.safe_dump({
+        "preemption_timeout": preemption_timeout,
         "name": name, "entrypoint": "python3 gang.py",
         "hyperparameters": {"sleep": sleep, "fail_rank": fail_rank},
         "searcher": {"name": "single", "metric": "x", "max_length": {"batches": 1}},

@@ -31,8 +31,8 @@ def preemptive(tmp_path):
         yield c
 
 
-def test_job_queue_order_priority_moves_and_bad_priority(cluster):
-    c = cluster
+def test_job_queue_order_priority_moves_and_bad_priority(any_db_cluster):
+    c = any_db_cluster
     first = create(c, gang_config("first", sleep=60), GANG)
     c.wait_for(lambda: (j := job_of(c, first)) and j["state"] == "SCHEDULED", what="the first job to run")
     second = create(c, gang_config("second", sleep=0), GANG)
@@ -127,7 +127,7 @@ def test_commands_run_log_and_die_and_zero_slot_ones_use_the_aux_pool(preemptive
 
 def test_disable_preempts_drain_waits_and_slot_list(preemptive):
     c = preemptive
-    exp = create(c, gang_config("long", sleep=60), GANG)
+    exp = create(c, gang_config("long", sleep=60, preemption_timeout=1), GANG)
     trial = first_trial(c, exp)
     c.wait_for(lambda: job_of(c, exp)["state"] == "SCHEDULED", what="the trial to run")
     slots = c.client().get("/slots")["slots"]
@@ -136,13 +136,16 @@ def test_disable_preempts_drain_waits_and_slot_list(preemptive):
     c.cli("agent", "disable", "--drain", "agent-0", check=True)
     assert job_of(c, exp)["state"] == "SCHEDULED"  # draining: it keeps running
     c.cli("agent", "disable", "agent-0", check=True)  # not draining: its trial is preempted
-    c.wait_for(lambda: runs(c, trial)[0]["state"] == "TERMINATED", what="the preempted trial to stop")
+    # the script ignores the signal: killed after preemption_timeout (1 s), re-queued, not counted
+    c.wait_for(lambda: runs(c, trial)[0]["state"] == "TERMINATED", timeout=30, what="the preempted trial to stop")
     assert job_of(c, exp)["state"] == "QUEUED"
     listing = c.cli("agent", "list", check=True).stdout
     assert "agent-0" in listing
-    c.cli("agent", "enable", "agent-0", check=True)
+    assert c.cli("agent", "enable").returncode == 2  # an id or --all
+    c.cli("agent", "enable", "--all", check=True)
     c.wait_for(lambda: job_of(c, exp)["state"] == "SCHEDULED", what="the trial to run again")
-    assert runs(c, trial)[0]["exit_reason"] in ("PREEMPTED", "EXITED")
+    assert runs(c, trial)[0]["exit_reason"] == "PREEMPTED"
+    assert experiment_trial(c, exp)["restarts"] == 0
     c.cli("e", "kill", str(exp), check=True)
     assert "agent-1" in c.cli("slot", "list", check=True).stdout
 
@@ -151,6 +154,10 @@ def test_disable_preempts_drain_waits_and_slot_list(preemptive):
 def two_agents(tmp_path):
     with LocalTestCluster(tmp_path / "home", agents=2, agent_timeout=4) as c:
         yield c
+
+
+def experiment_trial(c, exp_id: int) -> dict:
+    return c.client().get(f"/experiments/{exp_id}")["trials"][0]
 
 
 def _gang_lines(c, trial_id: int) -> list[str]:

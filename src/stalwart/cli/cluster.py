@@ -150,24 +150,36 @@ def agent_list(ctx, as_json) -> None:
     )
 
 
+def _agent_ids(ctx, agent_id: str | None, all_agents: bool) -> list[str]:
+    if bool(agent_id) == bool(all_agents):
+        raise InvalidRequest("give one agent id, or --all")
+    if agent_id:
+        return [agent_id]
+    return [a["id"] for a in client_of(ctx).get("/agents")["agents"]]
+
+
 @agent.command("enable")
-@click.argument("agent_id")
+@click.argument("agent_id", required=False)
+@click.option("--all", "all_agents", is_flag=True, help="Every agent.")
 @click.pass_context
-def agent_enable(ctx, agent_id) -> None:
-    """Let the scheduler start tasks on AGENT_ID again."""
-    client_of(ctx).post(f"/agents/{agent_id}/enable")
-    output.console.print(f"Enabled agent {agent_id}.")
+def agent_enable(ctx, agent_id, all_agents) -> None:
+    """Let the scheduler start tasks on AGENT_ID (or --all agents) again."""
+    for a in _agent_ids(ctx, agent_id, all_agents):
+        client_of(ctx).post(f"/agents/{a}/enable")
+        output.console.print(f"Enabled agent {a}.")
 
 
 @agent.command("disable")
-@click.argument("agent_id")
+@click.argument("agent_id", required=False)
+@click.option("--all", "all_agents", is_flag=True, help="Every agent.")
 @click.option("--drain", is_flag=True, help="Let its running tasks finish; start nothing new there.")
 @click.pass_context
-def agent_disable(ctx, agent_id, drain) -> None:
-    """Start nothing more on AGENT_ID; without --drain its trials are preempted and its commands killed."""
-    client_of(ctx).post(f"/agents/{agent_id}/disable", {"drain": drain})
+def agent_disable(ctx, agent_id, all_agents, drain) -> None:
+    """Start nothing more on AGENT_ID (or --all); without --drain its trials are preempted, its commands killed."""
     how = "draining: its running tasks finish" if drain else "its trials are preempted and commands killed"
-    output.console.print(f"Disabled agent {agent_id} ({how}).")
+    for a in _agent_ids(ctx, agent_id, all_agents):
+        client_of(ctx).post(f"/agents/{a}/disable", {"drain": drain})
+        output.console.print(f"Disabled agent {a} ({how}).")
 
 
 @click.group("slot", cls=AliasedGroup, aliases={"ls": "list"})
