@@ -156,3 +156,40 @@ def test_job_updates_validate_and_unknown_pools_are_refused(tmp_path, archive):
         agents.register(m, {"agent_id": "a0", "slots": 1})
     assert exp
     m.db.dispose()
+
+
+SEARCH = """
+name: {name}
+entrypoint: python3 train.py
+hyperparameters: {{lr: {{type: double, minval: 0.01, maxval: 0.1}}}}
+searcher: {{name: random, metric: acc, max_trials: {n}, max_concurrent_trials: {n}, max_length: {{batches: 10}}}}
+checkpoint_storage: {{type: shared_fs, host_path: /tmp/unused}}
+"""
+
+
+def test_fair_share_pool_splits_slots_by_demand_then_by_weight_on_the_next_pass(tmp_path, archive):
+    """The seed's fair-share example through the master: 8 slots, 10 and 30 trials → 2 and 6; after
+    `e set weight` 3 and 1, the next pass preempts the larger one down to 4 and the smaller gets 4."""
+    m = _master(tmp_path, {"resource_manager": {"scheduler": {"type": "fair_share"}}})
+    agents.register(m, {"agent_id": "a0", "slots": 8})
+    small = experiments.create_experiment(m, SEARCH.format(name="small", n=10), archive, activate=True, owner="me")[0]
+    large = experiments.create_experiment(m, SEARCH.format(name="large", n=30), archive, activate=True, owner="me")[0]
+    scheduling.tick(m)
+    scheduling.tick(m)
+
+    def held() -> dict[int, int]:
+        return {j["entity_id"]: j["slots_allocated"] for j in jobs.list_jobs(m)}
+
+    assert held() == {small: 2, large: 6}
+    for exp_id, weight in ((small, 3), (large, 1)):
+        with m.db.begin() as conn:
+            job_id = jobs.job_of(conn, jobs.EXPERIMENT, exp_id)["id"]
+        jobs.update_job(m, job_id, {"weight": weight})
+    scheduling.tick(m)
+    leaving = [a for a in _allocs(m) if a["preempt_requested"]]
+    assert len(leaving) == 2
+    for a in leaving:
+        agents.mark_exited(m, "a0", a["id"], 0)  # as if they checkpointed and left
+    scheduling.tick(m)
+    assert held() == {small: 4, large: 4}
+    m.db.dispose()
