@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from stalwart.scheduler import AgentState, PoolPolicy, Request, schedule
-from tests.unit.scheduler.sim import Sim
+from sched_sim import Sim
 
 PREEMPTIVE = PoolPolicy(type="priority", preemption=True)
 FAIR = PoolPolicy(type="fair_share")
