@@ -18,11 +18,21 @@ from stalwart.cli.base import AliasedGroup, client_of, json_option
 @click.option("--port", type=int, default=None, help="Master port (default 8080, or a free one).")
 @click.option("--slots", type=int, default=None, help="CPU slots of the local agent (default: GPUs seen, else 1).")
 @click.option("--foreground", is_flag=True, help="Keep master and agent in this terminal.")
-def up(port, slots, foreground) -> None:
+@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
+              help="Master config file (pools, scheduler, ...); the local agent joins the default compute pool.")
+def up(port, slots, foreground, config_file) -> None:
     """Start a local master and one agent (SQLite under $STALWART_HOME)."""
+    pool = "default"
+    if config_file:
+        from stalwart.config.master import load_master_config
+
+        cfg = load_master_config(config_file)  # refuse a bad file before starting anything
+        port = port or cfg.port
+        pool = cfg.default_compute_pool
+        config_file = str(pathlib.Path(config_file).resolve())
     if foreground:
         output.info(f"Starting master and agent in the foreground (state in {homes.home()}); Ctrl-C stops them.")
-    rec = local_cluster.start(port=port, slots=slots, foreground=foreground)
+    rec = local_cluster.start(port=port, slots=slots, foreground=foreground, config=config_file, pool=pool)
     if foreground:
         return
     if rec.get("already_running"):
@@ -47,27 +57,38 @@ def master() -> None:
 
 
 @master.command("run")
+@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
+              help="Master config file (Determined's master.yaml format); flags given here override it.")
 @click.option("--db", "db_url", default=None, help="Database URL (sqlite:///PATH or postgresql://...).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option("--port", type=int, default=8080, show_default=True)
+@click.option("--host", default=None, help="Interface to listen on (default 127.0.0.1).")
+@click.option("--port", type=int, default=None, help="Port (default 8080).")
 @click.option("--home", "home_dir", default=None, help="State directory (default $STALWART_HOME).")
 @click.option("--url", "advertised_url", default=None, help="Address agents and trials use to reach this master.")
 @click.option("--cluster-token", default=None, envvar="STALWART_CLUSTER_TOKEN", help="Token agents must present.")
-@click.option("--agent-timeout", type=float, default=30.0, show_default=True, help="Seconds before a silent agent is lost.")
-def master_run(db_url, host, port, home_dir, advertised_url, cluster_token, agent_timeout) -> None:
+@click.option("--agent-timeout", type=float, default=None, help="Seconds before a silent agent is lost (default 30).")
+def master_run(config_file, db_url, host, port, home_dir, advertised_url, cluster_token, agent_timeout) -> None:
     """Run the master in the foreground."""
     import uvicorn
 
+    from stalwart.config.master import MasterConfig, load_master_config
     from stalwart.master.app import create_app
     from stalwart.master.settings import MasterSettings
 
+    cfg = load_master_config(config_file) if config_file else MasterConfig()
     base = pathlib.Path(home_dir) if home_dir else homes.home()
     base.mkdir(parents=True, exist_ok=True)
+    host = host or cfg.host or "127.0.0.1"
+    port = port or cfg.port or 8080
     settings = MasterSettings(
-        db_url=db_url or f"sqlite:///{base / 'master.db'}", home=base, host=host, port=port,
-        advertised_url=advertised_url, cluster_token=cluster_token, agent_timeout_s=agent_timeout,
+        db_url=db_url or cfg.db_url or f"sqlite:///{base / 'master.db'}", home=base, host=host, port=port,
+        advertised_url=advertised_url, cluster_token=cluster_token,
+        agent_timeout_s=agent_timeout or cfg.agent_timeout or 30.0, checkpoint_storage=cfg.checkpoint_storage,
+        task_container_defaults=cfg.task_container_defaults, cluster=cfg,
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if cfg.ignored_keys:
+        logging.getLogger("stalwart.master").warning("master config keys not used by Stalwart: %s",
+                                                     ", ".join(cfg.ignored_keys))
     app = create_app(settings)
     token_path = homes.token_file(base)
     token_path.write_text(app.state.master.cluster_token)
@@ -123,7 +144,57 @@ def agent_list(ctx, as_json) -> None:
     if as_json:
         return output.print_json(data)
     output.table(
-        ["Agent", "Host", "Pool", "Slots", "Used", "Type", "Enabled", "Connected", "Last seen"],
+        ["Agent", "Host", "Pool", "Slots", "Used", "Type", "Enabled", "Draining", "Connected", "Last seen"],
         [(a["id"], a["hostname"], a["resource_pool"], a["slots"], a["used_slots"], a["slot_type"], a["enabled"],
-          a["connected"], output.when(a["last_seen"])) for a in data["agents"]],
+          a.get("draining", False), a["connected"], output.when(a["last_seen"])) for a in data["agents"]],
     )
+
+
+def _agent_ids(ctx, agent_id: str | None, all_agents: bool) -> list[str]:
+    if bool(agent_id) == bool(all_agents):
+        raise InvalidRequest("give one agent id, or --all")
+    if agent_id:
+        return [agent_id]
+    return [a["id"] for a in client_of(ctx).get("/agents")["agents"]]
+
+
+@agent.command("enable")
+@click.argument("agent_id", required=False)
+@click.option("--all", "all_agents", is_flag=True, help="Every agent.")
+@click.pass_context
+def agent_enable(ctx, agent_id, all_agents) -> None:
+    """Let the scheduler start tasks on AGENT_ID (or --all agents) again."""
+    for a in _agent_ids(ctx, agent_id, all_agents):
+        client_of(ctx).post(f"/agents/{a}/enable")
+        output.console.print(f"Enabled agent {a}.")
+
+
+@agent.command("disable")
+@click.argument("agent_id", required=False)
+@click.option("--all", "all_agents", is_flag=True, help="Every agent.")
+@click.option("--drain", is_flag=True, help="Let its running tasks finish; start nothing new there.")
+@click.pass_context
+def agent_disable(ctx, agent_id, all_agents, drain) -> None:
+    """Start nothing more on AGENT_ID (or --all); without --drain its trials are preempted, its commands killed."""
+    how = "draining: its running tasks finish" if drain else "its trials are preempted and commands killed"
+    for a in _agent_ids(ctx, agent_id, all_agents):
+        client_of(ctx).post(f"/agents/{a}/disable", {"drain": drain})
+        output.console.print(f"Disabled agent {a} ({how}).")
+
+
+@click.group("slot", cls=AliasedGroup, aliases={"ls": "list"})
+def slot() -> None:
+    """Slots of the cluster's agents."""
+
+
+@slot.command("list")
+@json_option
+@click.pass_context
+def slot_list(ctx, as_json) -> None:
+    """List every slot and the task using it."""
+    data = client_of(ctx).get("/slots")
+    if as_json:
+        return output.print_json(data)
+    output.table(["Agent", "Slot", "Type", "Enabled", "Draining", "Allocation", "Task"],
+                 [(s["agent_id"], s["slot_id"], s["type"], s["enabled"], s["draining"], s["allocation_id"] or "",
+                   s["task_id"] or "") for s in data["slots"]])

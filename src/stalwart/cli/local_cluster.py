@@ -85,7 +85,8 @@ def wait_for_master(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> 
     raise MasterUnavailable(f"the local master did not answer at {url} within {timeout:.0f} s")
 
 
-def start(port: int | None = None, slots: int | None = None, foreground: bool = False) -> dict:
+def start(port: int | None = None, slots: int | None = None, foreground: bool = False, config: str | None = None,
+          pool: str = "default") -> dict:
     """Start master and agent; returns the record written to $STALWART_HOME/local-cluster.json."""
     existing = running_local()
     if existing:
@@ -95,10 +96,17 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
     port = port or pick_port()
     url = f"http://127.0.0.1:{port}"
     db = f"sqlite:///{base / 'master.db'}"
-    master = _spawn(["master", "run", "--db", db, "--port", str(port), "--home", str(base)], "master.log", foreground)
+    args = ["master", "run", "--port", str(port), "--home", str(base)]
+    args += ["--config", config] if config else ["--db", db]
+    if config:
+        from stalwart.config.master import load_master_config
+
+        if not load_master_config(config).db_url:
+            args += ["--db", db]
+    master = _spawn(args, "master.log", foreground)
     wait_for_master(url, master)
     agent_args = ["agent", "run", "--master", url, "--token-file", str(homes.token_file(base)),
-                  "--work-dir", str(base / "agent")]
+                  "--work-dir", str(base / "agent"), "--resource-pool", pool]
     if slots is not None:
         agent_args += ["--slots", str(slots)]
     agent = _spawn(agent_args, "agent.log", foreground)

@@ -11,13 +11,16 @@ import stalwart
 from stalwart.api.errors import StalwartError
 from stalwart.cli.base import AliasedGroup
 from stalwart.cli.checkpoint import checkpoint
-from stalwart.cli.cluster import agent, down, master, up
+from stalwart.cli.cluster import agent, down, master, slot, up
+from stalwart.cli.command import command
 from stalwart.cli.experiment import experiment, preview_search
+from stalwart.cli.jobs import job, set_command
 from stalwart.cli.output import err_console
 from stalwart.cli.trial import trial
 
 
-@click.group(cls=AliasedGroup, aliases={"e": "experiment", "t": "trial", "c": "checkpoint", "a": "agent"},
+@click.group(cls=AliasedGroup, aliases={"e": "experiment", "t": "trial", "c": "checkpoint", "a": "agent", "j": "job",
+                      "cmd": "command", "s": "slot"},
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-m", "--master", "master_url", default=None,
               help="Master address (else $STALWART_MASTER, $DET_MASTER, or the local cluster).")
@@ -28,8 +31,9 @@ def cli(ctx, master_url) -> None:
     ctx.obj = {"master": master_url}
 
 
-for command in (up, down, master, agent, experiment, trial, checkpoint, preview_search):
-    cli.add_command(command)
+for group in (up, down, master, agent, slot, experiment, trial, checkpoint, preview_search, job, command):
+    cli.add_command(group)
+experiment.add_command(set_command("experiment", ("priority", "weight", "max-slots")))
 
 
 def main(argv: list[str] | None = None) -> None:

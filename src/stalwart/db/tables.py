@@ -77,6 +77,8 @@ agents = sa.Table(
     sa.Column("connected", sa.Boolean, nullable=False, default=True),
     sa.Column("registered_at", sa.Float, nullable=False),
     sa.Column("last_seen", sa.Float, nullable=False),
+    sa.Column("draining", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
+    sa.Column("address", sa.String(256), nullable=True),  # as the master sees it; gang rendezvous uses it
 )
 
 allocations = sa.Table(
@@ -99,6 +101,57 @@ allocations = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("started_at", sa.Float, nullable=True),
     sa.Column("ended_at", sa.Float, nullable=True),
+    sa.Column("command_id", sa.Integer, sa.ForeignKey("commands.id"), nullable=True, index=True),
+    sa.Column("backfilled", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
+    sa.Column("pending_reason", sa.Text, nullable=True),
+    sa.Column("rendezvous_port", sa.Integer, nullable=True),
+)
+
+# Every experiment and command is a job in the queue; the scheduler orders by (priority,
+# queue_position, submitted_at) within a resource pool.
+jobs = sa.Table(
+    "jobs",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("type", sa.String(16), nullable=False),
+    sa.Column("entity_id", sa.Integer, nullable=False),
+    sa.Column("priority", sa.Integer, nullable=False),
+    sa.Column("weight", sa.Float, nullable=False),
+    sa.Column("max_slots", sa.Integer, nullable=True),
+    sa.Column("resource_pool", sa.String(128), nullable=False),
+    sa.Column("queue_position", sa.Float, nullable=False),
+    sa.Column("submitted_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("type", "entity_id", name="uq_jobs_entity"),
+)
+
+# A command: any program run on the cluster as a task (not preemptible).
+commands = sa.Table(
+    "commands",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("description", sa.String(512), nullable=False),
+    sa.Column("owner", sa.String(128), nullable=False),
+    sa.Column("config", JSONType, nullable=False),
+    sa.Column("archive", sa.LargeBinary, nullable=True),
+    sa.Column("state", sa.String(32), nullable=False, index=True),
+    sa.Column("exit_code", sa.Integer, nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("ended_at", sa.Float, nullable=True),
+)
+
+# One row per container of an allocation (rank 0 = chief, whose agent and slots are also on the
+# allocation row). Multi-agent gangs have one container per agent.
+allocation_containers = sa.Table(
+    "allocation_containers",
+    metadata,
+    sa.Column("allocation_id", sa.String(64), sa.ForeignKey("allocations.id"), primary_key=True),
+    sa.Column("container_rank", sa.Integer, primary_key=True),
+    sa.Column("agent_id", sa.String(128), nullable=False, index=True),
+    sa.Column("slot_ids", JSONType, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=True),
+    sa.Column("exit_code", sa.Integer, nullable=True),
+    sa.UniqueConstraint("allocation_id", "agent_id", name="uq_containers_agent"),
 )
 
 metrics = sa.Table(
@@ -142,4 +195,5 @@ task_logs = sa.Table(
     sa.Column("source", sa.String(32), nullable=False),
     sa.Column("log", sa.Text, nullable=False),
     sa.Index("ix_task_logs_trial", "trial_id", "id"),
+    sa.Index("ix_task_logs_allocation", "allocation_id", "id"),
 )

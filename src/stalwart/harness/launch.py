@@ -44,17 +44,25 @@ def _local_entrypoint(config_path: str):
         return (yaml.safe_load(f) or {}).get("entrypoint")
 
 
+def _task_entrypoint():
+    """A command's entrypoint, from the info file the agent wrote."""
+    import json
+
+    with open(os.environ["STALWART_INFO_FILE"]) as f:
+        return json.load(f).get("entrypoint")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--local"] and len(argv) == 2:
         entrypoint = _local_entrypoint(argv[1])
     else:
         info = get_cluster_info()
-        if info is None or info.trial is None:
+        if info is None or (info.trial is None and info.task_type != "COMMAND"):
             print("stalwart.harness.launch runs inside a trial started by a Stalwart agent, "
                   "or with --local CONFIG", file=sys.stderr)
             return 2
-        entrypoint = info.trial._config.get("entrypoint")
+        entrypoint = info.trial._config.get("entrypoint") if info.trial else _task_entrypoint()
     if not entrypoint:
         print("the experiment config has no entrypoint", file=sys.stderr)
         return 2

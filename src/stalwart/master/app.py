@@ -14,7 +14,7 @@ import stalwart
 from stalwart.api.errors import InvalidRequest, StalwartError
 from stalwart.master import scheduling
 from stalwart.master.intake import MetricsWriter
-from stalwart.master.routes import agents, allocations, checkpoints, experiments, searcher, trials
+from stalwart.master.routes import agents, allocations, checkpoints, experiments, jobs, searcher, tasks, trials
 from stalwart.master.service import Master
 from stalwart.master.settings import MasterSettings
 
@@ -61,6 +61,6 @@ def create_app(settings: MasterSettings) -> FastAPI:
     async def info() -> dict:
         return {"cluster_id": m.cluster_id, "version": stalwart.__version__, "url": settings.url}
 
-    for module in (experiments, trials, allocations, agents, checkpoints, searcher):
+    for module in (experiments, trials, allocations, agents, checkpoints, searcher, jobs, tasks):
         app.include_router(module.router)
     return app

@@ -9,7 +9,8 @@ from stalwart.api.states import AllocationState, ExperimentState as S
 from stalwart.config.experiment import load_experiment_config
 from stalwart.context import check_entrypoint, validate_archive
 from stalwart.db import tables as t
-from stalwart.master import searching
+from stalwart.config import views
+from stalwart.master import jobs, searching
 from stalwart.master.service import Master, now
 
 
@@ -24,12 +25,15 @@ def create_experiment(m: Master, config_text: str, archive: bytes, *, activate: 
     problems = check_entrypoint(config["entrypoint"], names)
     if problems:
         raise ConfigError("the entrypoint cannot run from this context directory", details=problems)
+    resources = config.get("resources") or {}
+    pool = jobs.resolve_pool(m, resources.get("resource_pool") or None, views.slots_per_trial(config))
     search = searching.build(config, archive)
     if validate_only:
         searching.discard(search)
         return None, expanded.warnings
     try:
-        exp_id = _store_experiment(m, config, config_text, archive, search, activate=activate, owner=owner)
+        exp_id = _store_experiment(m, config, config_text, archive, search, activate=activate, owner=owner,
+                                   resources=resources, pool=pool)
     except BaseException:
         searching.discard(search, m)
         raise
@@ -38,7 +42,7 @@ def create_experiment(m: Master, config_text: str, archive: bytes, *, activate: 
 
 
 def _store_experiment(m: Master, config: dict, config_text: str, archive: bytes, search, *, activate: bool,
-                      owner: str) -> int:
+                      owner: str, resources: dict, pool: str) -> int:
     with m.db.begin() as conn:
         exp_id = conn.execute(
             t.experiments.insert().values(
@@ -61,6 +65,7 @@ def _store_experiment(m: Master, config: dict, config_text: str, archive: bytes,
                 t.experiments.update().where(t.experiments.c.id == exp_id).values(name=config["name"], config=config)
             )
         conn.execute(t.contexts.insert().values(experiment_id=exp_id, archive=archive))
+        jobs.create_job(m, conn, jobs.EXPERIMENT, exp_id, resources, pool)
         searching.adopt(m, exp_id, search)
         searching.apply(m, conn, exp_id, search, search.initial_operations())
     return exp_id
@@ -90,8 +95,10 @@ def request_preemption(m: Master, conn, allocation_id: str) -> None:
 
 def request_kill(m: Master, conn, alloc) -> None:
     conn.execute(t.allocations.update().where(t.allocations.c.id == alloc["id"]).values(kill_requested=True))
-    if alloc["agent_id"]:
-        m.signals.notify(f"agent:{alloc['agent_id']}")
+    agents = {alloc["agent_id"]} | set(conn.execute(sa.select(t.allocation_containers.c.agent_id).where(
+        t.allocation_containers.c.allocation_id == alloc["id"])).scalars())
+    for agent_id in agents - {None}:
+        m.signals.notify(f"agent:{agent_id}")
 
 
 def _set_trials(conn, exp_id: int, from_states: list[S], to: S) -> None:

@@ -10,9 +10,8 @@ import sqlalchemy as sa
 from stalwart.api.states import AllocationState as A, ExitReason, ExperimentState as S
 from stalwart.config import views
 from stalwart.db import tables as t
-from stalwart.master import experiments, trials
+from stalwart.master import containers, experiments, placing, trials
 from stalwart.master.service import Master, new_id, now
-from stalwart.scheduler import AgentCapacity, PendingAllocation, place
 
 log = logging.getLogger(__name__)
 
@@ -65,40 +64,8 @@ def _source_busy(conn, trial, busy: set[tuple[int, str]]) -> bool:
     return (trial["experiment_id"], trial["source_request_id"]) in busy
 
 
-def _capacities(conn) -> list[AgentCapacity]:
-    agents = conn.execute(
-        sa.select(t.agents).where(t.agents.c.connected.is_(True), t.agents.c.enabled.is_(True))
-    ).mappings().all()
-    used: dict[str, set[int]] = {}
-    for row in conn.execute(
-        sa.select(t.allocations.c.agent_id, t.allocations.c.slot_ids).where(
-            t.allocations.c.state.in_([A.ASSIGNED.value, A.RUNNING.value])
-        )
-    ):
-        used.setdefault(row.agent_id, set()).update(row.slot_ids or [])
-    return [
-        AgentCapacity(
-            agent_id=a["id"],
-            free_slot_ids=[i for i in range(a["slots"]) if i not in used.get(a["id"], set())],
-            resource_pool=a["resource_pool"],
-            total_slots=a["slots"],
-        )
-        for a in agents
-    ]
-
-
 def _place(m: Master, conn) -> None:
-    pending = conn.execute(sa.select(t.allocations).where(t.allocations.c.state == A.PENDING.value)).mappings().all()
-    if not pending:
-        return
-    requests = [PendingAllocation(p["id"], p["slots"], p["created_at"]) for p in pending]
-    for a in place(requests, _capacities(conn)):
-        conn.execute(
-            t.allocations.update()
-            .where(t.allocations.c.id == a.allocation_id, t.allocations.c.state == A.PENDING.value)
-            .values(state=A.ASSIGNED.value, agent_id=a.agent_id, slot_ids=list(a.slot_ids))
-        )
-        m.signals.notify(f"agent:{a.agent_id}")
+    placing.place(m, conn)
 
 
 def _lose_silent_agents(m: Master, conn) -> None:
@@ -112,28 +79,41 @@ def _lose_silent_agents(m: Master, conn) -> None:
     for agent_id in lost:
         log.warning("agent %s has not been heard from for %.0f s; declaring it lost", agent_id, timeout)
         conn.execute(t.agents.update().where(t.agents.c.id == agent_id).values(connected=False))
-        for alloc_id in conn.execute(
-            sa.select(t.allocations.c.id).where(t.allocations.c.agent_id == agent_id, t.allocations.c.state != A.TERMINATED.value)
-        ).scalars().all():
-            trials.allocation_exited(m, conn, alloc_id, None, ExitReason.AGENT_LOST)
+        for c in containers.on_agent(conn, agent_id):
+            containers.set_state(conn, c["allocation_id"], agent_id, A.TERMINATED.value)
+            containers.kill_others(m, conn, c["allocation_id"], agent_id)
+            trials.allocation_exited(m, conn, c["allocation_id"], None, ExitReason.AGENT_LOST)
 
 
 def _enforce_preemption_timeouts(m: Master, conn) -> None:
+    """A run that has not exited `preemption_timeout` seconds after its preemption signal is killed.
+
+    A trial that is being stopped ends as before (killed); one that was only preempted (scheduler,
+    pause, disabled agent) goes back to the queue and resumes from its latest checkpoint, uncounted."""
     rows = conn.execute(
-        sa.select(t.allocations, t.experiments.c.config)
+        sa.select(t.allocations, t.experiments.c.config, t.experiments.c.state.label("exp_state"),
+                  t.trials.c.stop_requested)
         .join(t.trials, t.trials.c.id == t.allocations.c.trial_id)
         .join(t.experiments, t.experiments.c.id == t.trials.c.experiment_id)
         .where(
             t.allocations.c.state != A.TERMINATED.value,
             t.allocations.c.preempt_requested.is_(True),
             t.allocations.c.kill_requested.is_(False),
+            t.allocations.c.exit_reason.is_(None),
         )
     ).mappings().all()
     for row in rows:
-        timeout = row["config"].get("preemption_timeout") or 3600
-        if row["preempt_at"] is not None and now() - row["preempt_at"] > timeout:
-            log.warning("allocation %s did not exit within preemption_timeout (%s s); killing it", row["id"], timeout)
+        timeout = row["config"].get("preemption_timeout")
+        timeout = 3600 if timeout is None else timeout
+        if row["preempt_at"] is None or now() - row["preempt_at"] <= timeout:
+            continue
+        log.warning("allocation %s did not exit within preemption_timeout (%s s); killing it", row["id"], timeout)
+        if row["stop_requested"] or S(row["exp_state"]).stopping:
             experiments.request_kill(m, conn, row)
+            continue
+        conn.execute(t.allocations.update().where(t.allocations.c.id == row["id"])
+                     .values(exit_reason=ExitReason.PREEMPTED.value))  # how its end will be read
+        containers.kill_others(m, conn, row["id"], None)
 
 
 def _cancel_unplaced(m: Master, conn) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pathlib
 from dataclasses import dataclass, field
 
+from stalwart.config.master import MasterConfig, SchedulerConfig
+
 
 @dataclass
 class MasterSettings:
@@ -18,6 +20,11 @@ class MasterSettings:
     agent_timeout_s: float = 30.0
     scheduler_interval_s: float = 0.5
     task_container_defaults: dict = field(default_factory=dict)
+    cluster: MasterConfig = field(default_factory=MasterConfig)
+
+    def pool_scheduler(self, pool: str) -> SchedulerConfig:
+        found = self.cluster.pool(pool)
+        return found.scheduler if found else SchedulerConfig()
 
     @property
     def url(self) -> str:

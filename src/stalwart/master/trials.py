@@ -10,7 +10,7 @@ from stalwart.api.errors import InvalidStateError
 from stalwart.api.states import AllocationState, ExitReason, ExperimentState as S
 from stalwart.config import views
 from stalwart.db import tables as t
-from stalwart.master import checkpoint_gc, experiments, searching
+from stalwart.master import checkpoint_gc, commands, containers, experiments, searching
 from stalwart.master.logs import master_line
 from stalwart.master.service import Master, now
 from stalwart.searcher import TrialExit
@@ -48,12 +48,18 @@ def allocation_exited(m: Master, conn, allocation_id: str, exit_code: int | None
         reason = ExitReason.KILLED
     if reason is ExitReason.EXITED and alloc["preempt_acked"] and exit_code == 0:
         reason = ExitReason.PREEMPTED
+    if reason is ExitReason.EXITED and alloc["exit_reason"] == ExitReason.PREEMPTED.value:
+        reason = ExitReason.PREEMPTED  # killed at its preemption timeout
     conn.execute(
         t.allocations.update()
         .where(t.allocations.c.id == allocation_id)
         .values(state=AllocationState.TERMINATED.value, exit_code=exit_code, exit_reason=reason.value, ended_at=now())
     )
+    containers.release(conn, allocation_id)
     m.wake_scheduler()
+    if alloc["command_id"] is not None:
+        commands.allocation_ended(m, conn, alloc, exit_code, reason)
+        return
     if alloc["trial_id"] is None:
         return
     trial = dict(Master.get_row(conn, t.trials, alloc["trial_id"], "trial"))
@@ -70,6 +76,10 @@ def _trial_run_ended(m: Master, conn, trial: dict, exp, alloc, exit_code: int | 
     if reason is ExitReason.AGENT_LOST:
         master_line(conn, tid, f"agent {alloc['agent_id']} was lost; the trial will resume from its latest "
                     "checkpoint (not counted as a restart)", "WARNING", aid)
+        return
+    if reason is ExitReason.PREEMPTED and exit_code != 0 and not alloc["kill_requested"]:
+        master_line(conn, tid, f"trial did not exit within preemption_timeout and was killed ({describe_exit(exit_code)}); "
+                    "it resumes from its latest checkpoint (not counted as a restart)", "WARNING", aid)
         return
     if alloc["kill_requested"] or exp_state in (S.STOPPING_CANCELED, S.STOPPING_KILLED):
         master_line(conn, tid, f"trial stopped ({describe_exit(exit_code)})", "INFO", aid)

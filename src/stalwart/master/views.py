@@ -42,7 +42,8 @@ def trial(row, extra: dict | None = None) -> dict:
 def allocation(row) -> dict:
     return {k: row[k] for k in (
         "id", "trial_id", "run_id", "agent_id", "slots", "slot_ids", "state", "pid", "preempt_requested", "kill_requested",
-        "exit_code", "exit_reason", "created_at", "started_at", "ended_at",
+        "exit_code", "exit_reason", "created_at", "started_at", "ended_at", "command_id", "backfilled",
+        "pending_reason",
     )}
 
 
@@ -54,7 +55,7 @@ def checkpoint(row) -> dict:
 
 def agent(row, used_slots: int = 0) -> dict:
     out = {k: row[k] for k in ("id", "hostname", "resource_pool", "slots", "slot_type", "enabled", "connected",
-                                "registered_at", "last_seen")}
+                                "registered_at", "last_seen", "draining", "address")}
     out["used_slots"] = used_slots
     return out
 

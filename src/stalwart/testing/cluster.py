@@ -25,7 +25,8 @@ class LocalTestCluster:
     """One master (SQLite file or a PostgreSQL URL) and `agents` agents, each a real process."""
 
     def __init__(self, home: pathlib.Path, db_url: str | None = None, *, slots: int = 1, agents: int = 1,
-                 agent_timeout: float = 30.0) -> None:
+                 agent_timeout: float = 30.0, master_config: str | None = None,
+                 agent_pools: list[str] | None = None) -> None:
         self.home = pathlib.Path(home)
         self.home.mkdir(parents=True, exist_ok=True)
         self.db_url = db_url or f"sqlite:///{self.home / 'master.db'}"
@@ -34,6 +35,8 @@ class LocalTestCluster:
         self.slots = slots
         self.n_agents = agents
         self.agent_timeout = agent_timeout
+        self.master_config = master_config  # YAML text of a master config file, or None
+        self.agent_pools = agent_pools or []
         self.master: subprocess.Popen | None = None
         self.agents: list[subprocess.Popen] = []
         self.env = {**os.environ, "STALWART_HOME": str(self.home), "STALWART_MASTER": self.url}
@@ -46,8 +49,12 @@ class LocalTestCluster:
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 
     def start_master(self) -> None:
-        self.master = self._spawn(["master", "run", "--db", self.db_url, "--port", str(self.port), "--home",
-                                   str(self.home), "--agent-timeout", str(self.agent_timeout)], "master.log")
+        args = ["master", "run", "--db", self.db_url, "--port", str(self.port), "--home", str(self.home),
+                "--agent-timeout", str(self.agent_timeout)]
+        if self.master_config is not None:
+            (self.home / "master.yaml").write_text(self.master_config)
+            args += ["--config", str(self.home / "master.yaml")]
+        self.master = self._spawn(args, "master.log")
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -60,11 +67,23 @@ class LocalTestCluster:
             time.sleep(0.1)
         raise RuntimeError("master did not come up within 60 s")
 
-    def start_agent(self, index: int = 0) -> subprocess.Popen:
+    def start_agent(self, index: int = 0, slots: int | None = None, pool: str | None = None) -> subprocess.Popen:
+        pool = pool or (self.agent_pools[index] if index < len(self.agent_pools) else "default")
         proc = self._spawn(["agent", "run", "--master", self.url, "--agent-id", f"agent-{index}", "--slots",
-                            str(self.slots), "--work-dir", str(self.home / f"agent-{index}")], f"agent-{index}.log")
-        self.agents.append(proc)
+                            str(self.slots if slots is None else slots), "--work-dir", str(self.home / f"agent-{index}"),
+                            "--resource-pool", pool], f"agent-{index}.log")
+        if index < len(self.agents):
+            self.agents[index] = proc
+        else:
+            self.agents.append(proc)
         return proc
+
+    def kill_agent(self, index: int) -> None:
+        """SIGKILL an agent (its trial processes keep running until the master declares it lost)."""
+        proc = self.agents[index]
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
 
     def start(self) -> "LocalTestCluster":
         self.start_master()

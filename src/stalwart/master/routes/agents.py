@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.states import AllocationState as A
 from stalwart.db import tables as t
-from stalwart.master import agents, auth, views
+from stalwart.master import agents, auth, containers, views
 from stalwart.master.logs import insert_logs
 from stalwart.master.routes.common import agent_only, body, master
 
@@ -18,7 +18,7 @@ router = APIRouter(prefix="/api/v1", tags=["agents"])
 @router.post("/agents")
 async def register(request: Request) -> dict:
     m = agent_only(request)
-    return agents.register(m, await body(request))
+    return agents.register(m, await body(request), request.client.host if request.client else None)
 
 
 @router.get("/agents/{agent_id}/actions")
@@ -32,7 +32,8 @@ async def actions(request: Request, agent_id: str, timeout: float = 0,
     agents.touch(m, agent_id)
     out = agents.pending_actions(m, agent_id, set(known))
     if not out["start"] and not out["kill"] and timeout > 0:
-        await m.signals.wait(f"agent:{agent_id}", min(timeout, 60))
+        # answer well within agent_timeout: each poll is the agent's heartbeat
+        await m.signals.wait(f"agent:{agent_id}", min(timeout, 60, m.settings.agent_timeout_s / 3))
         out = agents.pending_actions(m, agent_id, set(known))
     return out
 
@@ -42,13 +43,45 @@ async def list_agents(request: Request) -> dict:
     m = master(request)
     with m.db.begin() as conn:
         rows = conn.execute(sa.select(t.agents).order_by(t.agents.c.id)).mappings().all()
-        used: dict[str, int] = {}
-        for agent_id, slot_ids in conn.execute(
-            sa.select(t.allocations.c.agent_id, t.allocations.c.slot_ids).where(
-                t.allocations.c.state.in_([A.ASSIGNED.value, A.RUNNING.value]))
-        ):
-            used[agent_id] = used.get(agent_id, 0) + len(slot_ids or [])
-    return {"agents": [views.agent(r, used.get(r["id"], 0)) for r in rows]}
+        used = containers.used_slots(conn)
+    return {"agents": [views.agent(r, len(used.get(r["id"], ()))) for r in rows]}
+
+
+@router.post("/agents/{agent_id}/enable")
+async def enable(request: Request, agent_id: str) -> dict:
+    return {"agent": agents.set_enabled(master(request), agent_id, True)}
+
+
+@router.post("/agents/{agent_id}/disable")
+async def disable(request: Request, agent_id: str) -> dict:
+    """Body: {"drain": bool}. Draining lets running tasks finish; otherwise they are preempted or killed."""
+    data = await body(request)
+    return {"agent": agents.set_enabled(master(request), agent_id, False, bool(data.get("drain", False)))}
+
+
+@router.get("/slots")
+async def list_slots(request: Request) -> dict:
+    """Every slot of every agent, with the allocation (and task) using it."""
+    m = master(request)
+    with m.db.begin() as conn:
+        rows = conn.execute(sa.select(t.agents).order_by(t.agents.c.id)).mappings().all()
+        holders = {}
+        for c in conn.execute(
+            sa.select(t.allocation_containers, t.allocations.c.trial_id, t.allocations.c.command_id)
+            .join(t.allocations, t.allocations.c.id == t.allocation_containers.c.allocation_id)
+            .where(t.allocation_containers.c.state != A.TERMINATED.value)
+        ).mappings():
+            task = f"command-{c['command_id']}" if c["command_id"] is not None else f"trial-{c['trial_id']}"
+            for i in c["slot_ids"] or []:
+                holders[(c["agent_id"], i)] = (c["allocation_id"], task)
+    slots = []
+    for a in rows:
+        for i in range(a["slots"]):
+            alloc, task = holders.get((a["id"], i), (None, None))
+            slots.append({"agent_id": a["id"], "slot_id": i, "type": a["slot_type"],
+                          "enabled": bool(a["enabled"]), "draining": bool(a["draining"]),
+                          "allocation_id": alloc, "task_id": task})
+    return {"slots": slots}
 
 
 @router.post("/task/logs")

@@ -47,6 +47,12 @@ async def context(request: Request, allocation_id: str) -> dict:
             .join(t.allocations, t.allocations.c.trial_id == t.trials.c.id)
             .where(t.allocations.c.id == allocation_id)
         ).scalar()
+        if archive is None:
+            archive = conn.execute(
+                sa.select(t.commands.c.archive)
+                .join(t.allocations, t.allocations.c.command_id == t.commands.c.id)
+                .where(t.allocations.c.id == allocation_id)
+            ).scalar()
     if archive is None:
         raise NotFoundError(f"no context for allocation {allocation_id}")
     return {"b64Tgz": base64.b64encode(archive).decode()}

@@ -1,0 +1,121 @@
+"""`stalwart cmd|command run|list|logs|kill|set`: run any program on the cluster as a task."""
+
+from __future__ import annotations
+
+import base64
+import pathlib
+import time
+
+import click
+import yaml
+
+from stalwart.api.errors import ConfigError, InvalidRequest, MasterUnavailable
+from stalwart.cli import output
+from stalwart.cli.base import AliasedGroup, client_of, json_option
+from stalwart.cli.follow import format_line
+from stalwart.cli.jobs import set_command
+from stalwart.config import apply_overrides
+from stalwart.context import pack_context
+
+
+@click.group("command", cls=AliasedGroup, aliases={"ls": "list"})
+def command() -> None:
+    """Run programs on the cluster (not preemptible; each is a job in the queue)."""
+
+
+def _config(config_file: str | None, overrides: tuple[str, ...], entrypoint: tuple[str, ...]) -> dict:
+    data: dict = {}
+    if config_file:
+        p = pathlib.Path(config_file)
+        if not p.is_file():
+            raise InvalidRequest(f"--config-file: '{config_file}' does not exist")
+        try:
+            data = yaml.safe_load(p.read_text()) or {}
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{config_file}: malformed YAML: {err}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{config_file}: expected a mapping of config keys")
+    if overrides:
+        data = apply_overrides(data, list(overrides))
+    if entrypoint:
+        data["entrypoint"] = list(entrypoint)
+    if not data.get("entrypoint"):
+        raise InvalidRequest("give the program to run, e.g. `stalwart cmd run python3 train.py`")
+    if isinstance(data["entrypoint"], str):
+        data["entrypoint"] = ["sh", "-c", data["entrypoint"]]
+    return data
+
+
+@command.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--config-file", default=None, help="YAML file with the command config (resources, environment).")
+@click.option("--config", "overrides", multiple=True, metavar="KEY=VAL", help="Override a config key (dotted path).")
+@click.option("-c", "--context", "context_dir", default=None, help="Directory shipped as the working directory.")
+@click.option("-d", "--detach", is_flag=True, help="Print the id and return instead of following the logs.")
+@click.argument("entrypoint", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def run(ctx, config_file, overrides, context_dir, detach, entrypoint) -> None:
+    """Run ENTRYPOINT... on the cluster (resources.slots: 1 by default, 0 for CPU-only on the aux pool)."""
+    body: dict = {"config": _config(config_file, overrides, entrypoint)}
+    if context_dir:
+        packed = pack_context(context_dir, ())
+        for w in packed.warnings:
+            output.warn(w)
+        body["context"] = base64.b64encode(packed.data).decode()
+    client = client_of(ctx)
+    cmd = client.post("/commands", body)["command"]
+    output.console.print(f"Launched command {cmd['id']} ({cmd['description']}) in pool {cmd['resource_pool']}.")
+    if not detach:
+        _follow(client, cmd["id"], True)
+        final = client.get(f"/commands/{cmd['id']}")["command"]
+        output.console.print(f"Command {cmd['id']} ended: {final['result']} (exit code {final['exit_code']}).")
+
+
+@command.command("list")
+@click.option("-a", "--all", "show_all", is_flag=True, help="Include commands that have ended.")
+@json_option
+@click.pass_context
+def list_(ctx, show_all, as_json) -> None:
+    """List commands."""
+    data = client_of(ctx).get("/tasks", all=str(show_all).lower())
+    if as_json:
+        return output.print_json(data)
+    output.table(["ID", "Description", "State", "Result", "Owner", "Pool", "Created", "Note"],
+                 [(c["id"], c["description"], c["state"], c.get("result"), c["owner"], c["resource_pool"],
+                   output.when(c["created_at"]), c.get("pending_reason") or "") for c in data["tasks"]])
+
+
+def _follow(client, cmd_id: int, follow: bool) -> None:
+    last = 0
+    while True:
+        try:
+            for entry in client.stream_lines(f"/tasks/{cmd_id}/logs", follow=str(follow).lower(), after_id=last):
+                last = entry["id"]
+                print(format_line(entry), flush=True)
+            return
+        except MasterUnavailable as err:
+            if not follow:
+                raise
+            output.info(f"{err}; reconnecting...")
+            time.sleep(1.0)
+
+
+@command.command("logs")
+@click.argument("cmd_id", type=int)
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines until the command ends.")
+@click.pass_context
+def logs(ctx, cmd_id, follow) -> None:
+    """Print a command's output."""
+    _follow(client_of(ctx), cmd_id, follow)
+
+
+@command.command("kill")
+@click.argument("cmd_ids", type=int, nargs=-1, required=True)
+@click.pass_context
+def kill(ctx, cmd_ids) -> None:
+    """Kill commands."""
+    for cmd_id in cmd_ids:
+        client_of(ctx).post(f"/commands/{cmd_id}/kill")
+        output.console.print(f"Killed command {cmd_id}.")
+
+
+command.add_command(set_command("command", ("priority",)))

@@ -1,0 +1,213 @@
+"""The master config file (Determined's `master.yaml`): port, db, checkpoint storage, resource manager, pools.
+
+`load_master_config` validates every key and raises ConfigError naming the first bad field in its
+message (all of them in `details`). A pool's `scheduler` section replaces the cluster one as a whole:
+what it leaves out takes the code defaults, never the cluster section's values. Determined's old
+top-level `scheduler`/`provisioner` format is read as the cluster scheduler of one pool, `default`.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from stalwart.api.errors import ConfigError
+from stalwart.config._schema import (
+    Field, Problems, any_map, boolean, check_section, choice, integer, list_of, number, section, string, type_name,
+)
+
+# Keys Determined accepts that Stalwart reads but does not act on (no TLS, auth, telemetry, ... here).
+_IGNORED = ["security", "telemetry", "logging", "log", "cluster_name", "webhooks", "observability", "retention_policy",
+            "notebook_timeout", "tensorboard_timeout", "cache", "ui_customization", "config_file", "root",
+            "integrations", "enable_cors", "launch_error", "feature_switches", "internal", "oidc", "saml", "scim",
+            "initial_user_password", "reserved_ports", "resource_pools_defaults", "additional_resource_managers"]
+
+
+def _scheduler_type(value: Any, path: str, problems: Problems) -> Any:
+    if value == "round_robin":
+        problems.add(path, "round_robin was removed from Determined; use priority (with equal priorities)")
+    elif value not in ("priority", "fair_share"):
+        problems.add(path, f"expected one of priority, fair_share, got {type_name(value)}")
+    return value
+
+
+SCHEDULER_SPEC = {
+    "type": Field(_scheduler_type, default="priority"),
+    "fitting_policy": Field(choice("best", "worst"), default="best"),
+    "allow_heterogeneous_fits": Field(boolean(), default=False),
+    "priority": Field(section({"preemption": Field(boolean(), default=False),
+                               "default_priority": Field(integer(1, 99), default=42)}),
+                      default=lambda: {"preemption": False, "default_priority": 42}),
+}
+
+POOL_SPEC = {
+    "pool_name": Field(string(nonempty=True), required=True),
+    "description": Field(string(), default=""),
+    "scheduler": Field(section(SCHEDULER_SPEC)),
+    "task_container_defaults": Field(any_map(), default=dict),
+    "max_aux_containers_per_agent": Field(integer(0)),
+    "agent_reconnect_wait": Field(string()),
+    "agent_reattach_enabled": Field(boolean()),
+    "kubernetes_namespace": Field(string()),
+    "provider": Field(any_map()),
+}
+
+RM_SPEC = {
+    "type": Field(choice("agent"), default="agent"),
+    "scheduler": Field(section(SCHEDULER_SPEC)),
+    "default_compute_resource_pool": Field(string(nonempty=True)),  # default: `default`, else the first pool
+    "default_aux_resource_pool": Field(string(nonempty=True)),
+    "require_authentication": Field(boolean()),
+    "client_ca": Field(string()),
+    "name": Field(string()),
+    "cluster_name": Field(string()),
+    "metadata": Field(any_map()),
+}
+
+DB_SPEC = {
+    "url": Field(string(nonempty=True)),
+    "user": Field(string()), "password": Field(string()), "host": Field(string()),
+    "port": Field(integer(1, 65535)), "name": Field(string()),
+    "ssl_mode": Field(string()), "ssl_root_cert": Field(string()),
+}
+
+MASTER_SPEC = {
+    "port": Field(integer(1, 65535)),
+    "host": Field(string(nonempty=True)),
+    "db": Field(section(DB_SPEC)),
+    "checkpoint_storage": Field(any_map()),
+    "task_container_defaults": Field(any_map(), default=dict),
+    "resource_manager": Field(section(RM_SPEC)),
+    "resource_pools": Field(list_of(section(POOL_SPEC))),
+    "scheduler": Field(section(SCHEDULER_SPEC)),
+    "provisioner": Field(any_map()),
+    "agent_timeout": Field(number(minimum=1)),
+    **{key: Field(lambda v, p, pr: v) for key in _IGNORED},
+}
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    type: str = "priority"
+    fitting_policy: str = "best"
+    preemption: bool = False
+    default_priority: int = 42
+
+    @staticmethod
+    def of(section_: dict | None) -> "SchedulerConfig":
+        if not section_:
+            return SchedulerConfig()
+        prio = section_.get("priority") or {}
+        return SchedulerConfig(section_["type"], section_["fitting_policy"], bool(prio.get("preemption", False)),
+                               int(prio.get("default_priority", 42)))
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    name: str
+    description: str = ""
+    scheduler: SchedulerConfig = SchedulerConfig()
+    task_container_defaults: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MasterConfig:
+    pools: tuple[PoolConfig, ...] = (PoolConfig("default"),)
+    default_compute_pool: str = "default"
+    default_aux_pool: str = "default"
+    port: int | None = None
+    host: str | None = None
+    db_url: str | None = None
+    checkpoint_storage: dict | None = None
+    task_container_defaults: dict = field(default_factory=dict)
+    agent_timeout: float | None = None
+    ignored_keys: tuple[str, ...] = ()
+
+    def pool(self, name: str) -> PoolConfig | None:
+        return next((p for p in self.pools if p.name == name), None)
+
+    @property
+    def pool_names(self) -> list[str]:
+        return [p.name for p in self.pools]
+
+
+def _db_url(db: dict | None) -> str | None:
+    if not db:
+        return None
+    if db.get("url"):
+        return db["url"]
+    if not db.get("host") and not db.get("name"):
+        return None
+    auth = urllib.parse.quote(db.get("user") or "postgres")
+    if db.get("password"):
+        auth += ":" + urllib.parse.quote(db["password"])
+    url = f"postgresql://{auth}@{db.get('host') or '127.0.0.1'}:{db.get('port') or 5432}/{db.get('name') or 'determined'}"
+    return url + (f"?sslmode={db['ssl_mode']}" if db.get("ssl_mode") else "")
+
+
+def _cross_checks(cfg: dict, problems: Problems) -> None:
+    rm = cfg.get("resource_manager") or {}
+    if cfg.get("scheduler") and rm.get("scheduler"):
+        problems.add("scheduler", "give the scheduler either at the top level (old format) or under "
+                                  "resource_manager.scheduler, not both")
+    if cfg.get("provisioner") and cfg.get("resource_pools"):
+        problems.add("provisioner", "the old top-level provisioner cannot be combined with resource_pools; "
+                                    "put it in a pool's `provider`")
+    names = [p.get("pool_name") for p in cfg.get("resource_pools") or [] if isinstance(p, dict)]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            problems.add(f"resource_pools[{i}].pool_name", f"duplicate pool name {name!r}")
+    known = names or ["default"]
+    for key in ("default_compute_resource_pool", "default_aux_resource_pool"):
+        if rm.get(key) and rm[key] not in known:
+            problems.add(f"resource_manager.{key}", f"{rm[key]!r} is not one of the resource pools "
+                                                    f"({', '.join(map(str, known))})")
+
+
+def parse_master_config(data: Any, source: str = "master config") -> MasterConfig:
+    problems = Problems()
+    cfg = check_section(data, "", MASTER_SPEC, problems)
+    if not problems:
+        _cross_checks(cfg, problems)
+    if problems:
+        first, *rest = problems.details
+        raise ConfigError(f"invalid {source}: {first}", details=rest)
+    rm = cfg.get("resource_manager") or {}
+    cluster = SchedulerConfig.of(rm.get("scheduler") or cfg.get("scheduler"))
+    pools = tuple(
+        PoolConfig(p["pool_name"], p.get("description") or "",
+                   SchedulerConfig.of(p["scheduler"]) if p.get("scheduler") else cluster,
+                   dict(p.get("task_container_defaults") or {}))
+        for p in cfg.get("resource_pools") or [{"pool_name": "default"}]
+    )
+    fallback = "default" if any(p.name == "default" for p in pools) else pools[0].name
+    return MasterConfig(
+        pools=pools,
+        default_compute_pool=rm.get("default_compute_resource_pool") or fallback,
+        default_aux_pool=rm.get("default_aux_resource_pool") or fallback,
+        port=cfg.get("port"), host=cfg.get("host"), db_url=_db_url(cfg.get("db")),
+        checkpoint_storage=cfg.get("checkpoint_storage"),
+        task_container_defaults=dict(cfg.get("task_container_defaults") or {}),
+        agent_timeout=cfg.get("agent_timeout"),
+        ignored_keys=tuple(k for k in _IGNORED if cfg.get(k) is not None),
+    )
+
+
+def load_master_config(path: str | pathlib.Path) -> MasterConfig:
+    """Read and validate a master config file; ConfigError (one line naming the field) if it is wrong."""
+    p = pathlib.Path(path)
+    try:
+        text = p.read_text()
+    except OSError as err:
+        raise ConfigError(f"cannot read master config {p}: {err.strerror or err}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ConfigError(f"invalid master config {p}: not valid YAML{where}: {getattr(err, 'problem', err)}") from None
+    return parse_master_config(data or {}, f"master config {p}")

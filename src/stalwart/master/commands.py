@@ -1,0 +1,130 @@
+"""Commands: any program run on the cluster as a task. A job in the queue, never preempted;
+`resources.slots` (default 1, 0 = CPU-only on the aux pool). Its one allocation runs it once."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+
+import sqlalchemy as sa
+
+from stalwart.api.errors import ConfigError, InvalidStateError
+from stalwart.api.states import AllocationState as A, ExitReason
+from stalwart.config._schema import Field, Problems, any_map, check_section, integer, list_of, number, string
+from stalwart.config import views
+from stalwart.context import validate_archive
+from stalwart.db import tables as t
+from stalwart.master import jobs
+from stalwart.master.service import Master, new_id, now
+
+ACTIVE, COMPLETED, ERROR, CANCELED = "ACTIVE", "COMPLETED", "ERROR", "CANCELED"
+
+_RESOURCES = {
+    "slots": Field(integer(0), default=1),
+    "priority": Field(integer(1, 99)),
+    "weight": Field(number(minimum=0), default=1),
+    "resource_pool": Field(string(), default=""),
+    "max_slots": Field(integer(0)),
+}
+_LOOSE = Field(lambda v, p, pr: v)  # Determined task keys Stalwart accepts and does not use
+COMMAND_SPEC = {
+    "entrypoint": Field(list_of(string(), nonempty=True), required=True,
+                        required_message="required: give the program to run after the options"),
+    "description": Field(string(), default=""),
+    "resources": Field(lambda v, p, pr: check_section(v, p, _RESOURCES, pr), default=lambda: {"slots": 1}),
+    "environment": Field(any_map(), default=dict),
+    **{k: _LOOSE for k in ("bind_mounts", "debug", "work_dir", "idle_timeout", "notebook_idle_type", "pbs",
+                           "slurm", "tensorboard_args", "data")},
+}
+
+
+def _empty_archive() -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz"):
+        pass
+    return buf.getvalue()
+
+
+def create_command(m: Master, config: dict, archive: bytes | None, owner: str) -> int:
+    problems = Problems()
+    cfg = check_section(config, "", COMMAND_SPEC, problems)
+    if problems:
+        first, *rest = problems.details
+        raise ConfigError(f"invalid command config: {first}", details=rest)
+    res = cfg["resources"] or {}
+    slots = int(res.get("slots") if res.get("slots") is not None else 1)
+    pool = jobs.resolve_pool(m, res.get("resource_pool") or None, slots)
+    if archive is not None:
+        validate_archive(archive)
+    cfg["description"] = cfg["description"] or f"Command ({' '.join(cfg['entrypoint'])[:80]})"
+    with m.db.begin() as conn:
+        cmd_id = conn.execute(t.commands.insert().values(
+            description=cfg["description"][:512], owner=owner, config=cfg, archive=archive or _empty_archive(),
+            state=ACTIVE, created_at=now())).inserted_primary_key[0]
+        jobs.create_job(m, conn, jobs.COMMAND, cmd_id, res, pool)
+        conn.execute(t.allocations.insert().values(
+            id=new_id(), trial_id=None, command_id=cmd_id, run_id=1, slots=slots, slot_ids=[],
+            state=A.PENDING.value, preempt_requested=False, preempt_acked=False, kill_requested=False,
+            created_at=now()))
+    m.wake_scheduler()
+    return cmd_id
+
+
+def allocation_of(conn, cmd_id: int):
+    return conn.execute(sa.select(t.allocations).where(t.allocations.c.command_id == cmd_id)
+                        .order_by(t.allocations.c.created_at.desc()).limit(1)).mappings().first()
+
+
+def allocation_ended(m: Master, conn, alloc, exit_code: int | None, reason: ExitReason) -> None:
+    """A command runs once: its end (or its agent's loss) ends the command."""
+    if alloc["kill_requested"] or reason is ExitReason.KILLED:
+        state = CANCELED
+    elif exit_code == 0:
+        state = COMPLETED
+    else:
+        state = ERROR
+    conn.execute(t.commands.update().where(t.commands.c.id == alloc["command_id"], t.commands.c.state == ACTIVE)
+                 .values(state=state, exit_code=exit_code, ended_at=now()))
+
+
+def kill(m: Master, cmd_id: int) -> None:
+    from stalwart.master import experiments, trials
+
+    with m.db.begin() as conn:
+        cmd = Master.get_row(conn, t.commands, cmd_id, "command")
+        if cmd["state"] != ACTIVE:
+            raise InvalidStateError(f"command {cmd_id} is already {cmd['state']}")
+        alloc = allocation_of(conn, cmd_id)
+        if alloc is None or alloc["state"] == A.PENDING.value:
+            if alloc is not None:
+                trials.allocation_exited(m, conn, alloc["id"], None, ExitReason.KILLED)
+            conn.execute(t.commands.update().where(t.commands.c.id == cmd_id)
+                         .values(state=CANCELED, ended_at=now()))
+            return
+        experiments.request_kill(m, conn, alloc)
+
+
+def view(cmd, alloc, pool: str | None) -> dict:
+    state = alloc["state"] if alloc is not None and cmd["state"] == ACTIVE else "TERMINATED"
+    return {"id": cmd["id"], "type": "COMMAND", "description": cmd["description"], "state": state,
+            "owner": cmd["owner"], "resource_pool": pool, "created_at": cmd["created_at"],
+            "ended_at": cmd["ended_at"], "exit_code": cmd["exit_code"], "result": cmd["state"],
+            "entrypoint": cmd["config"].get("entrypoint"),
+            "pending_reason": alloc["pending_reason"] if alloc is not None else None}
+
+
+def start_order(m: Master, conn, alloc, container: dict) -> dict:
+    from stalwart.master.agents import base_env
+
+    cmd = Master.get_row(conn, t.commands, alloc["command_id"], "command")
+    cfg = cmd["config"]
+    token = m.allocation_token(alloc["id"])
+    task_id = f"command-{cmd['id']}"
+    env = base_env(m, alloc, token, cmd["owner"], task_id, "COMMAND", container)
+    env.update(views.environment_variables(cfg, "cpu"))
+    info = {"master_url": m.settings.url, "cluster_id": m.cluster_id, "agent_id": container["agent_id"],
+            "slot_ids": list(container["slot_ids"] or []), "task_id": task_id, "allocation_id": alloc["id"],
+            "session_token": token, "task_type": "COMMAND", "latest_checkpoint": None, "trial": None,
+            "entrypoint": cfg["entrypoint"]}
+    return {"allocation_id": alloc["id"], "trial_id": None, "slot_ids": list(container["slot_ids"] or []),
+            "entrypoint": cfg["entrypoint"], "env": env, "info": info}
