@@ -1,0 +1,59 @@
+"""`python -m stalwart.harness.wrap_rank [--] CMD...`: run CMD with every output line prefixed `[rank=N] `.
+
+N is the worker's global rank (RANK, set by torchrun). The agent ships trial output line by line
+and files `[rank=N]` lines under that rank, as Determined's log shipper does. Signals that ask a
+worker to stop (TERM, INT, HUP, USR1, USR2) are passed on to CMD; the exit status is CMD's (128 + the
+signal number when a signal ended it, as a shell reports it).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from typing import BinaryIO
+
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+
+
+def _pump(src: BinaryIO, dst: BinaryIO, prefix: bytes) -> None:
+    for line in iter(src.readline, b""):
+        dst.write(prefix + line if line.endswith(b"\n") else prefix + line + b"\n")
+        dst.flush()
+    src.close()
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    if not argv:
+        print("usage: python -m stalwart.harness.wrap_rank [--] CMD...", file=sys.stderr)
+        return 2
+    prefix = f"[rank={os.environ.get('RANK', '?')}] ".encode()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    except OSError as err:
+        print(f"{prefix.decode()}cannot run {argv[0]!r}: {err}", file=sys.stderr, flush=True)
+        return 127
+
+    def forward(signum: int, _frame) -> None:
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    for sig in FORWARDED:
+        signal.signal(sig, forward)
+    pumps = [threading.Thread(target=_pump, args=(proc.stdout, sys.stdout.buffer, prefix), daemon=True),
+             threading.Thread(target=_pump, args=(proc.stderr, sys.stderr.buffer, prefix), daemon=True)]
+    for p in pumps:
+        p.start()
+    code = proc.wait()
+    for p in pumps:
+        p.join(timeout=10)
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
