@@ -1,0 +1,62 @@
+"""A worker script for the distributed tests, run in real processes (directly, under torchrun, or our launcher).
+
+    dist_worker.py collectives [RANK SIZE PORT]   exercise every collective; print RESULT <json>
+    dist_worker.py die                            rank 1 exits 3 at once; the others sleep
+    dist_worker.py sigterm OUT_DIR                each rank records a SIGTERM in OUT_DIR, then exits
+"""
+
+import json
+import os
+import pathlib
+import signal
+import sys
+import time
+
+from stalwart import core
+
+
+def collectives(dist: core.DistributedContext) -> dict:
+    out = {"rank": dist.rank, "size": dist.size, "local": [dist.local_rank, dist.local_size],
+           "cross": [dist.cross_rank, dist.cross_size], "chief_ip": dist.chief_ip}
+    out["allgather"] = dist.allgather({"rank": dist.rank})
+    out["gather"] = dist.gather(dist.rank * 10)
+    out["broadcast"] = dist.broadcast(f"from {dist.rank}")
+    out["allgather_local"] = dist.allgather_local(dist.local_rank)
+    out["gather_local"] = dist.gather_local(dist.local_rank + 100)
+    out["broadcast_local"] = dist.broadcast_local(f"local chief of machine {dist.cross_rank}"
+                                                  if dist.local_rank == 0 else None)
+    out["many_rounds_ok"] = all(dist.allgather(i) == [i] * dist.size for i in range(200))
+    out["big"] = len(dist.broadcast(b"x" * 3_000_000 if dist.rank == 0 else None))
+    dist.close()
+    return out
+
+
+def main(argv: list[str]) -> None:
+    mode = argv[0]
+    if mode == "collectives":
+        if len(argv) == 4:
+            rank, size, port = map(int, argv[1:])
+            dist = core.DistributedContext(rank=rank, size=size, local_rank=rank, local_size=size, cross_rank=0,
+                                           cross_size=1, pub_port=port)
+        else:
+            dist = core.DistributedContext.from_torch_distributed()
+        print("RESULT " + json.dumps(collectives(dist)), flush=True)
+    elif mode == "die":
+        print(f"started pid={os.getpid()}", flush=True)
+        if os.environ["RANK"] == "1":
+            sys.exit(3)
+        time.sleep(120)
+    elif mode == "sigterm":
+        out = pathlib.Path(argv[1])
+
+        def on_term(signum, frame):
+            (out / f"term.{os.environ['RANK']}").write_text("SIGTERM")
+            sys.exit(0)
+
+        signal.signal(signal.SIGTERM, on_term)
+        (out / f"ready.{os.environ['RANK']}").write_text(str(os.getpid()))
+        time.sleep(120)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
