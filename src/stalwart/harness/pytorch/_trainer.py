@@ -38,7 +38,11 @@ def _distributed_from_env() -> core.DistributedContext | None:
 
     if not dist.is_initialized():
         dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")
-    return core.DistributedContext.from_torch_distributed()
+    context = core.DistributedContext.from_torch_distributed()
+    log.info("worker rank %d of %d (local rank %d of %d, machine %d of %d), torch.distributed backend %s",
+             context.rank, context.size, context.local_rank, context.local_size, context.cross_rank,
+             context.cross_size, dist.get_backend())
+    return context
 
 
 def _trial_info(info: ClusterInfo | None) -> Any:
