@@ -3,6 +3,7 @@
     dist_worker.py collectives [RANK SIZE PORT]   exercise every collective; print RESULT <json>
     dist_worker.py die                            rank 1 exits 3 at once; the others sleep
     dist_worker.py sigterm OUT_DIR                each rank records a SIGTERM in OUT_DIR, then exits
+    dist_worker.py checkpoint STORAGE_DIR         chief-only and sharded checkpoints; print RESULT <json>
 """
 
 import json
@@ -31,6 +32,33 @@ def collectives(dist: core.DistributedContext) -> dict:
     return out
 
 
+def checkpoints(storage: str) -> dict:
+    dist = core.DistributedContext.from_torch_distributed()
+    out = {"rank": dist.rank}
+    with core.init(distributed=dist, checkpoint_storage=storage) as ctx:
+        with ctx.checkpoint.store_path({"steps_completed": 5, "by_rank": {str(dist.rank): dist.local_rank}},
+                                       shard=True) as (path, sharded):
+            (path / f"part{dist.rank}.txt").write_text(str(dist.rank))
+        out["sharded"] = sharded
+        out["sharded_metadata"] = ctx.checkpoint.get_metadata(sharded)
+        try:
+            with ctx.checkpoint.store_path({"steps_completed": 6}) as (path, chief_only):
+                (path / "model.txt").write_text("weights")
+            out["chief_only"] = chief_only
+        except RuntimeError as err:
+            out["chief_only_error"] = str(err)
+        out["chief_only"] = dist.broadcast(out.get("chief_only"))
+        local = pathlib.Path(storage).parent / f"local{dist.rank}"
+        local.mkdir()
+        (local / f"file{dist.rank}.txt").write_text("x")
+        out["uploaded"] = ctx.checkpoint.upload(local if dist.rank == 0 else None, {"steps_completed": 7},
+                                                shard=True)
+        out["preempt"] = ctx.preempt.should_preempt()
+    out["files"] = {ck: sorted(p.name for p in (pathlib.Path(storage) / ck).iterdir())
+                    for ck in (out["sharded"], out["chief_only"], out["uploaded"])}
+    return out
+
+
 def main(argv: list[str]) -> None:
     mode = argv[0]
     if mode == "collectives":
@@ -41,6 +69,8 @@ def main(argv: list[str]) -> None:
         else:
             dist = core.DistributedContext.from_torch_distributed()
         print("RESULT " + json.dumps(collectives(dist)), flush=True)
+    elif mode == "checkpoint":
+        print("RESULT " + json.dumps(checkpoints(argv[1])), flush=True)
     elif mode == "die":
         print(f"started pid={os.getpid()}", flush=True)
         if os.environ["RANK"] == "1":

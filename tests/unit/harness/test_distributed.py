@@ -79,6 +79,23 @@ def test_launcher_starts_one_worker_per_slot_with_rank_prefixed_output():
     assert all(r["prefix"] == f"[rank={rank}]" for rank, r in found.items())
 
 
+def test_checkpoints_chief_only_and_sharded_between_two_workers(tmp_path):
+    storage = tmp_path / "checkpoints"
+    res = subprocess.run([*LAUNCHER, "python3", WORKER, "checkpoint", str(storage)],
+                         env=clean_env(DET_SLOT_IDS="[0, 1]"), capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stdout + res.stderr
+    chief, worker = (results(res.stdout)[r] for r in (0, 1))
+    assert chief["sharded"] == worker["sharded"] and chief["uploaded"] == worker["uploaded"]
+    assert chief["sharded_metadata"] == {"steps_completed": 5, "by_rank": {"0": 0, "1": 1}}
+    assert chief["files"][chief["sharded"]] == ["metadata.json", "part0.txt", "part1.txt"]
+    assert chief["files"][chief["chief_only"]] == ["metadata.json", "model.txt"]
+    assert chief["files"][chief["uploaded"]] == ["file0.txt", "metadata.json"]
+    assert "chief_only_error" not in chief
+    assert "rank 1: only the chief (rank 0) may call it" in worker["chief_only_error"]
+    assert chief["preempt"] is False and worker["preempt"] is False
+    assert len(list(storage.iterdir())) == 3
+
+
 def test_two_launchers_form_one_job_as_two_containers_on_loopback():
     port = free_port()
     env = dict(STALWART_NUM_CONTAINERS="2", STALWART_CONTAINER_ADDRS='["127.0.0.1", "127.0.0.1"]',
