@@ -4,6 +4,11 @@ N is the worker's global rank (RANK, set by torchrun). The agent ships trial out
 and files `[rank=N]` lines under that rank, as Determined's log shipper does. Signals that ask a
 worker to stop (TERM, INT, HUP, USR1, USR2) are passed on to CMD; the exit status is CMD's (128 + the
 signal number when a signal ended it, as a shell reports it).
+
+One exception: gloo workers sometimes abort (SIGABRT, "terminate called without an active
+exception") in interpreter finalisers after their work is done, which would fail the whole gang.
+A worker whose Core API context (`with core.init(...)`) ended cleanly has written the file named by
+STALWART_WORKER_DONE_FILE; an abort after that is reported and counted as a clean exit.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from typing import BinaryIO
 
@@ -32,7 +38,18 @@ def main(argv: list[str]) -> int:
         print("usage: python -m stalwart.harness.wrap_rank [--] CMD...", file=sys.stderr)
         return 2
     prefix = f"[rank={os.environ.get('RANK', '?')}] ".encode()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with tempfile.TemporaryDirectory(prefix="stalwart-worker-") as tmp:
+        done = os.path.join(tmp, "done")
+        code = _run(argv, prefix, {**os.environ, "PYTHONUNBUFFERED": "1", "STALWART_WORKER_DONE_FILE": done})
+        if code == 128 + signal.SIGABRT and os.path.exists(done):
+            sys.stderr.buffer.write(prefix + b"the worker aborted (SIGABRT) while exiting after its Core API context "
+                                    b"had closed cleanly (a known gloo teardown abort): counted as a clean exit\n")
+            sys.stderr.flush()
+            return 0
+    return code
+
+
+def _run(argv: list[str], prefix: bytes, env: dict) -> int:
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     except OSError as err:

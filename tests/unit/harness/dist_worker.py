@@ -3,6 +3,7 @@
     dist_worker.py collectives [RANK SIZE PORT]   exercise every collective; print RESULT <json>
     dist_worker.py die                            rank 1 exits 3 at once; the others sleep
     dist_worker.py sigterm OUT_DIR                each rank records a SIGTERM in OUT_DIR, then exits
+    dist_worker.py abort [after-context]          SIGABRT at exit (after a cleanly closed Core API context)
     dist_worker.py checkpoint STORAGE_DIR         chief-only and sharded checkpoints; print RESULT <json>
 """
 
@@ -71,6 +72,12 @@ def main(argv: list[str]) -> None:
         print("RESULT " + json.dumps(collectives(dist)), flush=True)
     elif mode == "checkpoint":
         print("RESULT " + json.dumps(checkpoints(argv[1])), flush=True)
+    elif mode == "abort":
+        if argv[1:] == ["after-context"]:
+            with core.init(distributed=core.DistributedContext.from_torch_distributed(),
+                           checkpoint_storage=os.devnull):
+                pass
+        os.abort()
     elif mode == "die":
         print(f"started pid={os.getpid()}", flush=True)
         if os.environ["RANK"] == "1":

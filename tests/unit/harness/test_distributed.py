@@ -123,6 +123,16 @@ def test_a_dying_worker_takes_the_gang_down_and_the_launcher_fails():
         assert not pathlib.Path(f"/proc/{pid}").exists() or "zombie" in pathlib.Path(f"/proc/{pid}/status").read_text()
 
 
+def test_an_abort_at_exit_after_a_clean_core_context_does_not_fail_the_gang():
+    res = subprocess.run([*LAUNCHER, "python3", WORKER, "abort", "after-context"],
+                         env=clean_env(DET_SLOT_IDS="[0, 1]"), capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.count("(a known gloo teardown abort): counted as a clean exit") == 2
+    res = subprocess.run([*LAUNCHER, "python3", WORKER, "abort"], env=clean_env(DET_SLOT_IDS="[0, 1]"),
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode != 0 and "counted as a clean exit" not in res.stderr
+
+
 def test_sigterm_to_the_launcher_reaches_every_worker(tmp_path):
     proc = subprocess.Popen([*LAUNCHER, "python3", WORKER, "sigterm", str(tmp_path)],
                             env=clean_env(DET_SLOT_IDS="[0, 1]"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
