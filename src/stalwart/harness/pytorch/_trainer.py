@@ -76,6 +76,8 @@ def init(*, hparams: dict | None = None, exp_conf: dict | None = None,
         else:
             seed = random.SystemRandom().getrandbits(31)
     distributed = distributed or _distributed_from_env()
+    if trial is None and distributed is not None and distributed.size > 1:
+        seed = distributed.broadcast(seed)  # one data order for all workers, or the shards would overlap
     tensorboard_mode = core.TensorboardMode.AUTO if enable_tensorboard_logging else core.TensorboardMode.MANUAL
     with core.init(distributed=distributed, checkpoint_storage=checkpoint_storage,
                    preempt_mode=core.PreemptMode.WorkersAskChief, tensorboard_mode=tensorboard_mode) as core_context:
