@@ -2,7 +2,8 @@
 
     ddp_worker.py STORAGE_DIR
 
-Phase 1 trains 6 batches (checkpoint every 3); phase 2 resumes from the last checkpoint to batch 9.
+Phase 1 trains 6 batches (checkpoint every 3); phase 2 resumes from the last checkpoint to batch 9;
+phase 3 resumes again towards batch 30, but rank 1 alone asks to stop at batch index 10.
 Each rank records what it saw: its context, the records of every batch, the averaged metrics the
 Trainer computed, and its weights after loading the checkpoint.
 """
@@ -62,6 +63,8 @@ class IndexTrial(pytorch.PyTorchTrial):
             self.loaded_weights = [p.detach().flatten().tolist() for p in self.model.parameters()]
         idx, x, y = batch
         self.batches.append((batch_idx, idx.tolist()))
+        if batch_idx == self.context.get_hparams().get("rank1_stops_at") and self.context.distributed.rank == 1:
+            self.context.set_stop_requested(True)
         loss = nn.functional.cross_entropy(self.model(x), y)
         self.context.backward(loss)
         self.context.step_optimizer(self.opt)
@@ -72,9 +75,10 @@ class IndexTrial(pytorch.PyTorchTrial):
         return {"validation_loss": nn.functional.cross_entropy(self.model(x), y), "records": float(len(idx))}
 
 
-def phase(storage: str, length: int, latest: str | None) -> tuple[IndexTrial, list[str], pytorch.PyTorchTrialContext]:
+def phase(storage: str, length: int, latest: str | None, **hparams) -> tuple[IndexTrial, list[str], object]:
     exp_conf = {"searcher": {"name": "single", "metric": "validation_loss", "smaller_is_better": True}}
-    with pytorch.init(hparams={"global_batch_size": 16}, exp_conf=exp_conf, checkpoint_storage=storage) as ctx:
+    hparams = {"global_batch_size": 16, **hparams}
+    with pytorch.init(hparams=hparams, exp_conf=exp_conf, checkpoint_storage=storage) as ctx:
         trial = IndexTrial(ctx)
         trainer = pytorch.Trainer(trial, ctx)
         trainer.fit(max_length=pytorch.Batch(length), checkpoint_period=pytorch.Batch(3),
@@ -86,7 +90,8 @@ def phase(storage: str, length: int, latest: str | None) -> tuple[IndexTrial, li
 def main(storage: str) -> None:
     first, ckpts, ctx = phase(storage, 6, None)
     dist = ctx.distributed
-    second, _, ctx2 = phase(storage, 9, ckpts[-1])
+    second, more, _ = phase(storage, 9, ckpts[-1])
+    third, _, _ = phase(storage, 30, more[-1], rank1_stops_at=10)  # only rank 1 asks to stop
     weights_after_phase1 = [p.detach().flatten().tolist() for p in first.model.parameters()]
     print("RESULT " + json.dumps({
         "rank": dist.rank, "size": dist.size, "per_slot": ctx.get_per_slot_batch_size(),
@@ -94,6 +99,7 @@ def main(storage: str) -> None:
         "checkpoints": ckpts, "batches": first.batches, "resumed_batches": second.batches,
         "training": first.recorder.training, "validation": first.recorder.validation,
         "weights_phase1": weights_after_phase1, "loaded_phase2": second.loaded_weights,
+        "stopped_batches": [b for b, _ in third.batches],
     }), flush=True)
 
 

@@ -61,14 +61,19 @@ def test_metrics_are_averaged_across_ranks(ranks):
 def test_only_the_chief_writes_checkpoints_and_every_rank_resumes_from_them(ranks):
     assert ranks[0]["checkpoints"] == ranks[1]["checkpoints"] and len(ranks[0]["checkpoints"]) == 2
     assert sorted(p.name for p in ranks["storage"].iterdir()) == sorted(
-        ranks[0]["checkpoints"] + [_resumed_checkpoint(ranks)])
+        ranks[0]["checkpoints"] + _later_checkpoints(ranks))
     for rank in (0, 1):
         assert [b[0] for b in ranks[rank]["resumed_batches"]] == [6, 7, 8]  # training went on at batch 6
         assert ranks[rank]["loaded_phase2"] == ranks[0]["weights_phase1"]  # both loaded the chief's weights
     assert ranks[0]["weights_phase1"] == ranks[1]["weights_phase1"]  # DDP kept the replicas equal
 
 
-def _resumed_checkpoint(ranks) -> str:
+def test_a_stop_asked_by_one_worker_stops_all_at_the_same_boundary(ranks):
+    for rank in (0, 1):  # rank 1 asked during batch 10; everyone stops at the next boundary (batch 12)
+        assert ranks[rank]["stopped_batches"] == [9, 10, 11]
+
+
+def _later_checkpoints(ranks) -> list[str]:
     extra = [p.name for p in ranks["storage"].iterdir() if p.name not in ranks[0]["checkpoints"]]
-    assert len(extra) == 1  # phase 2 (batch 9) wrote one more checkpoint, once
-    return extra[0]
+    assert len(extra) == 2  # phase 2 (batch 9) and phase 3 (its stop at 12) wrote one checkpoint each, once
+    return extra

@@ -96,7 +96,9 @@ def init(*, distributed: DistributedContext | None = None, checkpoint_storage: A
     slots = views.slots_per_trial(config)
     if slots > 1 and distributed is None:
         raise RuntimeError(
-            f"this trial has slots_per_trial={slots}: pass distributed=core.DistributedContext.from_torch_distributed()"
+            f"this trial has slots_per_trial={slots} but core.init() got no distributed context: start the entrypoint "
+            "through the launcher (python3 -m determined.launch.torch_distributed python3 train.py) and pass "
+            "distributed=core.DistributedContext.from_torch_distributed()"
         )
     dist = distributed or DistributedContext()
     client = trial_client(info)
