@@ -5,6 +5,10 @@ and files `[rank=N]` lines under that rank, as Determined's log shipper does. Si
 worker to stop (TERM, INT, HUP, USR1, USR2) are passed on to CMD; the exit status is CMD's (128 + the
 signal number when a signal ended it, as a shell reports it).
 
+torchrun starts each worker in a session of its own, so killing the launcher's process group (what
+the agent does to a trial) would not reach the workers: wrap_rank watches its parent, and when
+torchrun is gone it kills the worker at once (the worker also gets SIGKILL if wrap_rank dies).
+
 One exception: gloo workers sometimes abort (SIGABRT, "terminate called without an active
 exception") in interpreter finalisers after their work is done, which would fail the whole gang.
 A worker whose Core API context (`with core.init(...)`) ended cleanly has written the file named by
@@ -19,9 +23,31 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from typing import BinaryIO
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+PARENT_POLL_S = 0.2
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the worker, before exec: SIGKILL when wrap_rank (its parent) dies (Linux; elsewhere a no-op)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _watch_parent(parent: int, proc: subprocess.Popen) -> None:
+    """Kill the worker as soon as the launcher (our parent) is gone: nothing may outlive the trial."""
+    while proc.poll() is None:
+        if os.getppid() != parent:
+            proc.kill()
+            return
+        time.sleep(PARENT_POLL_S)
 
 
 def _pump(src: BinaryIO, dst: BinaryIO, prefix: bytes) -> None:
@@ -50,8 +76,10 @@ def main(argv: list[str]) -> int:
 
 
 def _run(argv: list[str], prefix: bytes, env: dict) -> int:
+    parent = os.getppid()
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                preexec_fn=_die_with_parent)
     except OSError as err:
         print(f"{prefix.decode()}cannot run {argv[0]!r}: {err}", file=sys.stderr, flush=True)
         return 127
@@ -64,6 +92,7 @@ def _run(argv: list[str], prefix: bytes, env: dict) -> int:
         signal.signal(sig, forward)
     pumps = [threading.Thread(target=_pump, args=(proc.stdout, sys.stdout.buffer, prefix), daemon=True),
              threading.Thread(target=_pump, args=(proc.stderr, sys.stderr.buffer, prefix), daemon=True)]
+    threading.Thread(target=_watch_parent, args=(parent, proc), daemon=True).start()
     for p in pumps:
         p.start()
     code = proc.wait()

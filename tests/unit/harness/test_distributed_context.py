@@ -145,6 +145,30 @@ def test_sigterm_to_the_launcher_reaches_every_worker(tmp_path):
     assert sorted(p.name for p in tmp_path.glob("term.*")) == ["term.0", "term.1"]
 
 
+def test_killing_the_launchers_process_group_kills_every_worker(tmp_path):
+    """The agent kills a trial with SIGKILL to its process group; torchrun's workers live in sessions of their own."""
+    proc = subprocess.Popen([*LAUNCHER, "python3", WORKER, "sigterm", str(tmp_path)], env=clean_env(DET_SLOT_IDS="[0, 1]"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 90
+    while len(list(tmp_path.glob("ready.*"))) < 2:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    workers = [int(p.read_text()) for p in tmp_path.glob("ready.*")]
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in workers):
+        assert time.monotonic() < deadline, f"workers {workers} outlived the launcher"
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return "State:\tZ" not in pathlib.Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+
+
 def test_one_slot_runs_the_script_in_place_with_a_world_of_one(tmp_path):
     script = tmp_path / "env.py"
     script.write_text("import os, json; print(json.dumps({k: os.environ[k] for k in "
