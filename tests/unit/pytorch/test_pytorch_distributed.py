@@ -1,4 +1,8 @@
-"""PyTorchTrial under DDP with 2 real gloo workers (our launcher, off-cluster): wrapping, sharding, metrics, checkpoints."""
+"""PyTorchTrial under DDP with 2 real gloo workers (our launcher, off-cluster): wrapping, sharding, metrics, checkpoints.
+
+Each test runs twice: both workers in one container (2 slots), and one worker in each of two
+containers (two launcher processes on loopback, as the master starts them across agents).
+"""
 
 from __future__ import annotations
 
@@ -10,19 +14,33 @@ import sys
 
 import pytest
 
+from stalwart.testing.cluster import free_port
+
 WORKER = str(pathlib.Path(__file__).with_name("ddp_worker.py"))
 
 
-@pytest.fixture(scope="module")
-def ranks(tmp_path_factory) -> dict[int, dict]:
-    storage = tmp_path_factory.mktemp("ddp") / "checkpoints"
+def _launch(storage: pathlib.Path, containers: int) -> str:
+    """Run ddp_worker.py on 2 workers: 2 slots in one container, or two launchers of 1 slot as 2 containers."""
     drop = ("STALWART_", "DET_", "TORCHELASTIC_", "RANK", "LOCAL_", "GROUP_", "WORLD_SIZE", "MASTER_")
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-    res = subprocess.run([sys.executable, "-m", "stalwart.harness.torch_distributed", "python3", WORKER, str(storage)],
-                         env={**env, "DET_SLOT_IDS": "[0, 1]"}, capture_output=True, text=True, timeout=240)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    found = {}
-    for line in res.stdout.splitlines():
+    cmd = [sys.executable, "-m", "stalwart.harness.torch_distributed", "python3", WORKER, str(storage)]
+    if containers == 1:
+        envs = [{**env, "DET_SLOT_IDS": "[0, 1]"}]
+    else:
+        shared = {"STALWART_NUM_CONTAINERS": "2", "STALWART_CONTAINER_ADDRS": '["127.0.0.1", "127.0.0.1"]',
+                  "STALWART_RENDEZVOUS_PORT": str(free_port()), "DET_SLOT_IDS": "[0]"}
+        envs = [{**env, **shared, "STALWART_CONTAINER_RANK": str(r)} for r in (0, 1)]
+    procs = [subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for e in envs]
+    outs = [p.communicate(timeout=240) for p in procs]
+    assert [p.returncode for p in procs] == [0] * len(procs), [o[0][-2000:] + o[1][-3000:] for o in outs]
+    return "\n".join(o for o, _ in outs)
+
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["one-container", "two-containers"])
+def ranks(request, tmp_path_factory) -> dict:
+    storage = tmp_path_factory.mktemp("ddp") / "checkpoints"
+    found: dict = {}
+    for line in _launch(storage, request.param).splitlines():
         prefix, _, payload = line.partition("RESULT ")
         if payload:
             value = json.loads(payload)
