@@ -242,3 +242,39 @@ def test_a_world_of_one_needs_no_store():
     dist.close()
     with pytest.raises(RuntimeError, match="closed"):
         dist.allgather(1)
+
+
+def _info_file(tmp_path) -> pathlib.Path:
+    path = tmp_path / "info.json"
+    path.write_text(json.dumps({"master_url": "http://127.0.0.1:1", "cluster_id": "c", "agent_id": "a",
+                                "slot_ids": [0, 1], "task_id": "trial-1", "allocation_id": "x",
+                                "session_token": "t", "latest_checkpoint": None}))
+    return path
+
+
+def test_cluster_info_exposes_the_containers_from_the_trial_environment(tmp_path, monkeypatch):
+    from stalwart.harness import info
+
+    monkeypatch.setattr(info, "_cached", None)
+    monkeypatch.setenv("STALWART_INFO_FILE", str(_info_file(tmp_path)))
+    monkeypatch.setenv("STALWART_CONTAINER_ADDRS", '["10.1.0.1", "10.1.0.2"]')
+    monkeypatch.setenv("DET_CONTAINER_RANK", "1")
+    got = info.get_cluster_info()
+    assert (got.container_addrs, got.container_rank, got.slot_ids) == (["10.1.0.1", "10.1.0.2"], 1, [0, 1])
+    topo = topology({"STALWART_RENDEZVOUS_PORT": "29400"}, info=got)  # what the env leaves out, info supplies
+    assert (topo.chief_addr, topo.container_rank, topo.slots, topo.num_containers) == ("10.1.0.1", 1, 2, 2)
+
+
+def test_cluster_info_defaults_to_one_container_on_loopback(tmp_path, monkeypatch):
+    from stalwart.harness import info
+
+    monkeypatch.setattr(info, "_cached", None)
+    monkeypatch.setenv("STALWART_INFO_FILE", str(_info_file(tmp_path)))
+    for name in ("STALWART_CONTAINER_ADDRS", "STALWART_CONTAINER_RANK", "DET_CONTAINER_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    got = info.get_cluster_info()
+    assert (got.container_addrs, got.container_rank) == (["127.0.0.1"], 0)
+    monkeypatch.setattr(info, "_cached", None)
+    monkeypatch.setenv("STALWART_CONTAINER_ADDRS", "10.0.0.1")
+    with pytest.raises(ValueError, match="STALWART_CONTAINER_ADDRS='10.0.0.1' must be a JSON list"):
+        info.get_cluster_info()
