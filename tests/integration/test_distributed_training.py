@@ -2,10 +2,15 @@
 
 The examples in examples/distributed/ (a PyTorchTrial through Determined's launcher and a Core API
 script) must complete with only the chief reporting, train exactly as one process with the whole
-global batch does (same losses within float tolerance), and resume after a pause with both workers.
+global batch does (same losses within float tolerance), resume after a pause with both workers,
+and restart from the latest checkpoint when one worker dies (the whole gang goes down with it).
 """
 
 from __future__ import annotations
+
+import os
+import pathlib
+import signal
 
 import pytest
 import yaml
@@ -87,3 +92,47 @@ def test_two_workers_resume_after_pause_where_they_stopped(two_slot_cluster):
     assert second and min(second) == paused_at + 10
     assert_same_curve(curve(c, trial_id, "training", "loss"), curve(c, reference["id"], "training", "loss"),
                       rel=1e-5)
+
+
+def worker_pids(allocation_id: str) -> dict[int, int]:
+    """{rank: pid} of the training processes (not their wrap_rank parents) of an allocation."""
+    found = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            env = open(f"/proc/{entry}/environ", "rb").read().split(b"\0")
+            cmd = open(f"/proc/{entry}/cmdline", "rb").read()
+        except OSError:
+            continue
+        rank = [int(v.split(b"=", 1)[1]) for v in env if v.startswith(b"RANK=")]
+        if f"STALWART_ALLOCATION_ID={allocation_id}".encode() in env and rank and \
+                cmd.split(b"\0")[1:3] == [b"-m", b"stalwart.harness.pytorch.legacy"]:
+            found[rank[0]] = int(entry)
+    return found
+
+
+def test_a_dead_worker_takes_the_gang_down_and_the_trial_restarts_from_its_checkpoint(two_slot_cluster):
+    c = two_slot_cluster
+    cfg = yaml.safe_load(config("distributed.yaml", slots=2, batch_sleep=0.1))
+    cfg.update(max_restarts=1, searcher={**cfg["searcher"], "max_length": {"batches": 100}})
+    text = yaml.safe_dump(cfg)
+    exp_id = create(c, text, EXAMPLE)
+    trial_id = first_trial(c, exp_id)
+    c.wait_for(lambda: checkpoints(c, trial_id), timeout=120, what="a first checkpoint")
+    run = live_run(c, trial_id)
+    pids = c.wait_for(lambda: len(p := worker_pids(run["id"])) == 2 and p, what="both workers")
+    os.kill(pids[1], signal.SIGKILL)
+    d = wait_state(c, exp_id, {"COMPLETED", "ERROR"}, timeout=240)
+    assert d["experiment"]["state"] == "COMPLETED", c.log("agent-0.log")[-4000:]
+    runs = c.client().get(f"/trials/{trial_id}")["runs"]
+    assert len(runs) == 2 and runs[0]["exit_code"] not in (0, None)  # the gang failed as one, restarted once
+    assert all(not _alive(pid) for pid in pids.values())
+    restarted = [m["steps_completed"] for m in metrics(c, trial_id, "training") if m["trial_run_id"] == 2]
+    saved = {ck["steps_completed"] for ck in checkpoints(c, trial_id)}
+    assert restarted and min(restarted) > 10 and min(restarted) - 10 in saved  # resumed from a checkpoint
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return "State:\tZ" not in pathlib.Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
