@@ -4,7 +4,9 @@ Every collective is one round: each member writes its pickled value under `<roun
 reads what it needs. A member writes round n only after finishing round n-1, so once the leader
 (member 0) has seen every value of round n it deletes round n-1: the store never holds more than
 two rounds. The store is torch's c10d TCPStore: under torchrun the one its agent already hosts at
-MASTER_ADDR:MASTER_PORT (no extra port), otherwise one hosted by the chief.
+MASTER_ADDR:MASTER_PORT (no extra port), otherwise one hosted by the chief. A collective waits up
+to STALWART_DIST_TIMEOUT_S seconds (default 1800, torch's own default for collectives) for the
+others, then raises.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pickle
 import time
 from typing import Any
 
-DEFAULT_TIMEOUT_S = float(os.environ.get("STALWART_DIST_TIMEOUT_S", str(24 * 3600)))
+DEFAULT_TIMEOUT_S = float(os.environ.get("STALWART_DIST_TIMEOUT_S", "1800"))  # torch's own default for collectives
 
 
 class StoreGroup:
