@@ -4,6 +4,7 @@
     dist_worker.py die                            rank 1 exits 3 at once; the others sleep
     dist_worker.py sigterm OUT_DIR                each rank records a SIGTERM in OUT_DIR, then exits
     dist_worker.py abort [after-context]          SIGABRT at exit (after a cleanly closed Core API context)
+    dist_worker.py allreduce OUT_DIR              all-reduce a tensor forever (after writing OUT_DIR/ready.RANK)
     dist_worker.py checkpoint STORAGE_DIR         chief-only and sharded checkpoints; print RESULT <json>
 """
 
@@ -78,6 +79,15 @@ def main(argv: list[str]) -> None:
                            checkpoint_storage=os.devnull):
                 pass
         os.abort()
+    elif mode == "allreduce":
+        import torch
+        import torch.distributed as dist
+
+        dist.init_process_group("gloo")
+        (pathlib.Path(argv[1]) / f"ready.{os.environ['RANK']}").write_text(str(os.getpid()))
+        while True:
+            dist.all_reduce(torch.ones(1000))
+            time.sleep(0.01)
     elif mode == "die":
         print(f"started pid={os.getpid()}", flush=True)
         if os.environ["RANK"] == "1":

@@ -111,6 +111,28 @@ def test_two_launchers_form_one_job_as_two_containers_on_loopback():
     assert found[1]["prefix"] == "[rank=1]" and found[1]["cross"] == [1, 2]
 
 
+def test_when_one_container_dies_the_other_containers_workers_fail_too(tmp_path):
+    """Across containers the master tears the gang down; the survivors also fail on their own, in seconds."""
+    env = dict(STALWART_NUM_CONTAINERS="2", STALWART_CONTAINER_ADDRS='["127.0.0.1", "127.0.0.1"]',
+               STALWART_RENDEZVOUS_PORT=str(free_port()), DET_SLOT_IDS="[0]")
+    procs = [subprocess.Popen([*LAUNCHER, "python3", WORKER, "allreduce", str(tmp_path)],
+                              env=clean_env(**env, STALWART_CONTAINER_RANK=str(rank)), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True) for rank in (0, 1)]
+    try:
+        deadline = time.monotonic() + 90
+        while len(list(tmp_path.glob("ready.*"))) < 2:
+            assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
+            time.sleep(0.1)
+        time.sleep(1)
+        os.killpg(procs[1].pid, signal.SIGKILL)
+        assert procs[0].wait(timeout=60) != 0
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+
 def test_a_dying_worker_takes_the_gang_down_and_the_launcher_fails():
     start = time.monotonic()
     res = subprocess.run([*LAUNCHER, "python3", WORKER, "die"], env=clean_env(DET_SLOT_IDS="[0, 1]"),
