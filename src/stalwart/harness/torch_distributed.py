@@ -170,7 +170,7 @@ def main(argv: list[str]) -> int:
     try:
         cmd = worker_command(script)
         topo = topology()
-    except LaunchError as err:
+    except (LaunchError, ValueError) as err:  # ValueError: the info file's view of the same variables
         print(f"torch_distributed launcher: {err}", file=sys.stderr)
         return 2
     os.environ["USE_TORCH_DISTRIBUTED"] = "True"
