@@ -1,7 +1,7 @@
 """A worker script for the distributed tests, run in real processes (directly, under torchrun, or our launcher).
 
     dist_worker.py collectives [RANK SIZE PORT]   exercise every collective; print RESULT <json>
-    dist_worker.py die                            rank 1 exits 3 at once; the others sleep
+    dist_worker.py die                            once all have started, rank 1 exits 3; the others sleep
     dist_worker.py sigterm OUT_DIR                each rank records a SIGTERM in OUT_DIR, then exits
     dist_worker.py abort [after-context]          SIGABRT at exit (after a cleanly closed Core API context)
     dist_worker.py allreduce OUT_DIR              all-reduce a tensor forever (after writing OUT_DIR/ready.RANK)
@@ -90,6 +90,7 @@ def main(argv: list[str]) -> None:
             time.sleep(0.01)
     elif mode == "die":
         print(f"started pid={os.getpid()}", flush=True)
+        core.DistributedContext.from_torch_distributed().allgather(None)  # both have started
         if os.environ["RANK"] == "1":
             sys.exit(3)
         time.sleep(120)
