@@ -68,7 +68,35 @@ def _load(path: str) -> ClusterInfo:
         task_type=raw.get("task_type", "TRIAL"),
         latest_checkpoint=raw.get("latest_checkpoint"),
         trial=trial_info,
+        container_addrs=_container_addrs(raw),
+        container_rank=_container_rank(raw),
+        gpu_uuids=raw.get("gpu_uuids", []),
     )
+
+
+def _container_addrs(raw: dict) -> list:
+    """Addresses of the trial's containers in rank order: the env the master sets, the info file, or loopback."""
+    text = os.environ.get("STALWART_CONTAINER_ADDRS")
+    if text:
+        try:
+            addrs = json.loads(text)
+        except json.JSONDecodeError:
+            raise ValueError(f"STALWART_CONTAINER_ADDRS={text!r} must be a JSON list of addresses") from None
+        if isinstance(addrs, list) and addrs:
+            return [str(a) for a in addrs]
+        raise ValueError(f"STALWART_CONTAINER_ADDRS={text!r} must be a non-empty JSON list of addresses")
+    return list(raw.get("container_addrs") or ["127.0.0.1"])
+
+
+def _container_rank(raw: dict) -> int:
+    for name in ("STALWART_CONTAINER_RANK", "DET_CONTAINER_RANK"):
+        text = os.environ.get(name)
+        if text:
+            try:
+                return int(text)
+            except ValueError:
+                raise ValueError(f"{name}={text!r} must be an integer (0 is the chief container)") from None
+    return int(raw.get("container_rank", 0))
 
 
 _cached: ClusterInfo | None = None

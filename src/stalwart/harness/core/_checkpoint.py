@@ -34,35 +34,60 @@ class CheckpointContext:
     # -- writing ----------------------------------------------------------------------------
     @contextlib.contextmanager
     def store_path(self, metadata: dict | None = None, *, shard: bool = False) -> Iterator[tuple[pathlib.Path, str]]:
-        """Yield (directory, storage_id); on success the checkpoint is stored and reported."""
+        """Yield (directory, storage_id); on success the checkpoint is stored and reported.
+
+        shard=False: the chief alone calls it. shard=True: every worker calls it together, all write
+        into the same checkpoint (each its own files), and their metadata dicts are merged.
+        """
         if shard:
-            raise NotImplementedError("sharded checkpoints need several ranks; not available in this release")
-        if self._dist.rank != 0:
-            raise RuntimeError("only the chief (rank 0) writes checkpoints unless shard=True")
+            with self._store_sharded(metadata) as found:
+                yield found
+            return
+        self._chief_only("store_path")
         storage_id = str(uuid.uuid4())
         with self._storage.store_path(storage_id) as path:
             yield pathlib.Path(path), storage_id
             self._write_metadata(pathlib.Path(path), metadata or {})
         self._report(storage_id, metadata or {})
 
-    def upload(self, ckpt_dir: str | pathlib.Path, metadata: dict | None = None, *, shard: bool = False,
-               selector=None) -> str:
-        if shard:
-            raise NotImplementedError("sharded checkpoints need several ranks; not available in this release")
-        src = pathlib.Path(ckpt_dir)
-        if not src.is_dir():
-            raise FileNotFoundError(f"checkpoint directory {src} does not exist")
-        with self.store_path(metadata) as (path, storage_id):
-            for item in src.iterdir():
-                rel = item.name
-                if selector is not None and not selector(rel):
-                    continue
-                if item.is_dir():
-                    shutil.copytree(item, path / rel, dirs_exist_ok=True)
-                else:
-                    shutil.copy2(item, path / rel)
-        return storage_id
+    def _chief_only(self, what: str) -> None:
+        if self._dist.rank != 0:
+            raise RuntimeError(f"checkpoint.{what}(shard=False) was called on rank {self._dist.rank}: only the chief "
+                               f"(rank 0) may call it; guard it with `if distributed.rank == 0`, or call it with "
+                               f"shard=True from every worker")
 
+    @contextlib.contextmanager
+    def _store_sharded(self, metadata: dict | None) -> Iterator[tuple[pathlib.Path, str]]:
+        storage_id = self._dist.broadcast(str(uuid.uuid4()) if self._dist.rank == 0 else None)
+        with self._storage.store_path(storage_id) as path:
+            yield pathlib.Path(path), storage_id
+            merged = merge_metadata(self._dist.allgather(metadata or {}))  # also: every rank has written
+            if self._dist.rank == 0:
+                self._write_metadata(pathlib.Path(path), merged)
+        self._dist.allgather(None)  # every rank's files are in storage before the chief reports
+        if self._dist.rank == 0:
+            self._report(storage_id, merged)
+
+    def upload(self, ckpt_dir: str | pathlib.Path | None, metadata: dict | None = None, *, shard: bool = False,
+               selector=None) -> str:
+        """Copy `ckpt_dir` into a new checkpoint. shard=True: every worker calls it (ckpt_dir may be None)."""
+        if not shard:
+            self._chief_only("upload")
+            if ckpt_dir is None:
+                raise ValueError("checkpoint.upload(ckpt_dir=None) with shard=False would store nothing")
+        src = None if ckpt_dir is None else pathlib.Path(ckpt_dir)
+        if src is not None and not src.is_dir():
+            raise FileNotFoundError(f"checkpoint directory {src} does not exist")
+        # Workers sharing one directory (same device and inode) upload it once, from the lowest rank.
+        ident = None if src is None else (src.stat().st_dev, src.stat().st_ino)
+        idents = self._dist.allgather(ident) if shard else [ident]
+        if shard and all(i is None for i in idents):
+            raise ValueError("checkpoint.upload(shard=True) got ckpt_dir=None on every worker: nothing to store")
+        mine = ident is not None and idents.index(ident) == (self._dist.rank if shard else 0)
+        with self.store_path(metadata, shard=shard) as (path, storage_id):
+            if mine:
+                _copy_into(src, path, selector)
+        return storage_id
     @staticmethod
     def _write_metadata(path: pathlib.Path, metadata: dict) -> None:
         (path / METADATA_FILE).write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str))
@@ -99,3 +124,33 @@ class CheckpointContext:
 
     def delete(self, storage_id: str) -> None:
         self._storage.delete(storage_id)
+
+
+def _copy_into(src: pathlib.Path, dst: pathlib.Path, selector) -> None:
+    for item in src.iterdir():
+        if selector is not None and not selector(item.name):
+            continue
+        if item.is_dir():
+            shutil.copytree(item, dst / item.name, dirs_exist_ok=True)
+        else:
+            shutil.copy2(item, dst / item.name)
+
+
+def merge_metadata(parts: list[dict]) -> dict:
+    """One metadata dict from every worker's: nested dicts merge; any other key must agree across workers."""
+    merged: dict = {}
+    for rank, part in enumerate(parts):
+        _merge_into(merged, part, rank, "")
+    return merged
+
+
+def _merge_into(merged: dict, part: dict, rank: int, where: str) -> None:
+    for key, value in part.items():
+        name = f"{where}{key}"
+        if isinstance(value, dict) and isinstance(merged.get(key, {}), dict):
+            _merge_into(merged.setdefault(key, {}), value, rank, f"{name}.")
+        elif key in merged and merged[key] != value:
+            raise ValueError(f"sharded checkpoint metadata conflict: rank {rank} sets {name}={value!r} but an earlier "
+                             f"rank set {merged[key]!r}; give each rank its own keys or the same value")
+        else:
+            merged[key] = value

@@ -43,6 +43,8 @@ class Context:
             self.train.report_early_exit(EarlyExitReason.INVALID_HP)
             suppress = True
         self.close()
+        if exc_type is None or suppress:
+            _mark_work_done()
         return suppress
 
     def close(self) -> None:
@@ -55,6 +57,16 @@ class Context:
     def alert(self, title: str = "", description: str = "", level: str = "INFO") -> None:
         log.log(logging.getLevelName(level.upper()) if isinstance(level, str) else logging.INFO,
                 "alert: %s %s", title, description)
+
+
+def _mark_work_done() -> None:
+    """Tell this worker's wrap_rank that the with-block ended cleanly (see wrap_rank: exit-time aborts)."""
+    path = os.environ.get("STALWART_WORKER_DONE_FILE")
+    if path:
+        try:
+            pathlib.Path(path).write_text("done")
+        except OSError as err:
+            log.debug("cannot write %s: %s", path, err)
 
 
 def _local_storage(checkpoint_storage: Any) -> StorageManager:
@@ -84,7 +96,9 @@ def init(*, distributed: DistributedContext | None = None, checkpoint_storage: A
     slots = views.slots_per_trial(config)
     if slots > 1 and distributed is None:
         raise RuntimeError(
-            f"this trial has slots_per_trial={slots}: pass distributed=core.DistributedContext.from_torch_distributed()"
+            f"this trial has slots_per_trial={slots} but core.init() got no distributed context: start the entrypoint "
+            "through the launcher (python3 -m determined.launch.torch_distributed python3 train.py) and pass "
+            "distributed=core.DistributedContext.from_torch_distributed()"
         )
     dist = distributed or DistributedContext()
     client = trial_client(info)

@@ -312,7 +312,11 @@ class PyTorchTrialContext:
         return self._stop_requested
 
     def set_stop_requested(self, stop_requested: bool) -> None:
-        """Ask the Trainer to end training cleanly after this batch (it reports, checkpoints, returns)."""
+        """Ask the Trainer to end training cleanly after this batch (it reports, checkpoints, returns).
+
+        With several workers, any worker may ask; all stop together at the next reporting,
+        validation or checkpoint boundary.
+        """
         if not isinstance(stop_requested, bool):
             raise TypeError("stop_requested must be a bool")
         if stop_requested:

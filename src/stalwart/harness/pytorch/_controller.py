@@ -225,7 +225,10 @@ class TrialController:
         if self.core.preempt.should_preempt():
             log.info("preemption requested: checkpointing and exiting")
             raise ShouldExit()
-        if self.context.get_stop_requested():
+        stop = self.context.get_stop_requested()
+        if self.dist.size > 1:
+            stop = any(self.dist.allgather(stop))  # any worker may ask; all stop at the same batch
+        if stop:
             raise ShouldExit(user_stop=True)
 
     def _train_period(self) -> tuple[set, list]:
@@ -260,8 +263,8 @@ class TrialController:
                 for kind, unit in epoch_bounds:
                     if unit.should_stop(epoch_idx + 1):
                         hit.add(kind)
-            if ctx._stop_requested:
-                hit.add(STOP)
+            if ctx._stop_requested and self.dist.size == 1:
+                hit.add(STOP)  # with several workers, a stop is agreed on at the next boundary instead
         return hit, metrics
 
     def _train_batch(self, batch: Any, epoch_idx: int, batch_idx: int) -> dict:

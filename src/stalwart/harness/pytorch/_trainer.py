@@ -38,7 +38,11 @@ def _distributed_from_env() -> core.DistributedContext | None:
 
     if not dist.is_initialized():
         dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")
-    return core.DistributedContext.from_torch_distributed()
+    context = core.DistributedContext.from_torch_distributed()
+    log.info("worker rank %d of %d (local rank %d of %d, machine %d of %d), torch.distributed backend %s",
+             context.rank, context.size, context.local_rank, context.local_size, context.cross_rank,
+             context.cross_size, dist.get_backend())
+    return context
 
 
 def _trial_info(info: ClusterInfo | None) -> Any:
@@ -72,6 +76,8 @@ def init(*, hparams: dict | None = None, exp_conf: dict | None = None,
         else:
             seed = random.SystemRandom().getrandbits(31)
     distributed = distributed or _distributed_from_env()
+    if trial is None and distributed is not None and distributed.size > 1:
+        seed = distributed.broadcast(seed)  # one data order for all workers, or the shards would overlap
     tensorboard_mode = core.TensorboardMode.AUTO if enable_tensorboard_logging else core.TensorboardMode.MANUAL
     with core.init(distributed=distributed, checkpoint_storage=checkpoint_storage,
                    preempt_mode=core.PreemptMode.WorkersAskChief, tensorboard_mode=tensorboard_mode) as core_context:
