@@ -127,11 +127,13 @@ def _wait_foreground(master: subprocess.Popen, agent: subprocess.Popen) -> None:
         for p in (agent, master):
             if p.poll() is None:
                 p.terminate()
+        deadline = time.monotonic() + 10  # one grace period for both, then they are killed
         for p in (agent, master):
             try:
-                p.wait(10)
+                p.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 p.kill()
+                p.wait()
         homes.local_record_path().unlink(missing_ok=True)
 
 
