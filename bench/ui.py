@@ -3,7 +3,7 @@
 Data: one experiment of TRIALS trials, each with STEPS validation points {validation_loss, validation_accuracy},
 and trial 1 also with LONG training points {loss}. The same numbers go into both systems:
 - Stalwart: bulk INSERTs through SQLAlchemy Core into a fresh master SQLite DB (schema by its Alembic migrations);
-  then a master (create_app + ui.install + uvicorn, as `--serve` below) starts on it.
+  then `stalwart master run` starts on it.
 - MLflow: experiment and runs (with params) through its SqlAlchemyStore, metric rows straight into its SQLite
   `metrics` / `latest_metrics` tables (its secondary indexes dropped for the load and rebuilt after);
   then `mlflow server` starts on it (the bench/metrics.py helpers; it waits until both servers are idle).
@@ -192,25 +192,14 @@ def load_mlflow(root: pathlib.Path, trials: int, steps: int, long: int) -> dict:
 
 # -- servers ---------------------------------------------------------------------------------------
 
-def serve(db_url: str, home: str, port: int) -> None:
-    """The master with the UI: what `stalwart master run` serves once create_app calls ui.install."""
-    import uvicorn
-
-    from stalwart.master import ui
-    from stalwart.master.app import create_app
-    from stalwart.master.settings import MasterSettings
-
-    app = ui.install(create_app(MasterSettings(db_url=db_url, home=pathlib.Path(home), port=port)))
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
-
-
 def start_stalwart(db_url: str, home: pathlib.Path, cache: bool = True) -> tuple[subprocess.Popen, str, dict]:
     from stalwart.testing import free_port
 
     port = free_port()
     log = open(home / "master.log", "ab")
     env = {**os.environ, "STALWART_UI_SERIES_CACHE": "1" if cache else "0"}
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", db_url, str(home), str(port)], stdout=log, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "stalwart.cli.main", "master", "run", "--db", db_url, "--home",
+                             str(home), "--port", str(port)], stdout=log, env=env,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     t_start = time.monotonic()
@@ -302,11 +291,7 @@ def main() -> int:
     ap.add_argument("--no-cache", action="store_true", help="run the master with STALWART_UI_SERIES_CACHE=0: "
                     "every chart computed afresh")
     ap.add_argument("--shots", type=pathlib.Path, help="save screenshots of the two Stalwart pages here")
-    ap.add_argument("--serve", nargs=3, metavar=("DB_URL", "HOME", "PORT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.serve:
-        serve(args.serve[0], args.serve[1], int(args.serve[2]))
-        return 0
     from playwright.sync_api import sync_playwright
 
     root = args.data or pathlib.Path(tempfile.mkdtemp(prefix="bench-ui-"))

@@ -1,13 +1,9 @@
-"""Fixtures for the UI tests: a real master with the UI (plus an agent), and one headless Chromium per session."""
+"""Fixtures for the UI tests: a real master (which serves the UI) plus an agent, and one headless Chromium a session."""
 
 from __future__ import annotations
 
 import os
 import pathlib
-import shutil
-import subprocess
-import sys
-import time
 
 import httpx
 import pytest
@@ -22,29 +18,12 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 
 
 class UICluster(LocalTestCluster):
-    """A LocalTestCluster whose master also serves the web UI (via tests/ui/launch_master.py)."""
-
-    fake_jobs = False
+    """A LocalTestCluster (`stalwart master run`, which serves the UI) that also waits for the metrics index."""
 
     def start_master(self) -> None:
-        out = open(self.home / "master.log", "ab")
-        args = [sys.executable, str(HERE / "launch_master.py"), "--db", self.db_url, "--home", str(self.home),
-                "--port", str(self.port), "--agent-timeout", str(self.agent_timeout)]
-        if self.fake_jobs:
-            args.append("--fake-jobs")
-        self.master = subprocess.Popen(args, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(self.url + "/api/v1/ui/status", timeout=1).json().get("ready"):
-                    return
-            except (httpx.HTTPError, ValueError):
-                pass
-            if self.master.poll() is not None:
-                raise RuntimeError(f"master exited: {self.log('master.log')[-3000:]}")
-            time.sleep(0.1)
-        raise RuntimeError("master did not come up within 60 s")
+        super().start_master()
+        self.wait_for(lambda: httpx.get(self.url + "/api/v1/ui/status", timeout=2).json().get("ready"), timeout=60,
+                      interval=0.1, what="the master's metrics index to be built")
 
 
 def screenshot_dir(tmp_path_factory) -> pathlib.Path:
@@ -69,11 +48,21 @@ def ui_cluster(tmp_path_factory):
         yield c
 
 
+def _missing(what: str) -> None:
+    """Skip on a developer machine without the browser; fail in CI (CI=true), where .ci/run installs both."""
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"{what}: the browser tests must run in CI", pytrace=False)
+    pytest.skip(what)
+
+
 @pytest.fixture(scope="session")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (no browser download needed)")
-    if not shutil.which(CHROMIUM) and not pathlib.Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} not found: apt-get install -y chromium")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        _missing("playwright is not installed: pip install -c requirements.lock -e '.[dev]' (no browser download needed)")
+    if not pathlib.Path(CHROMIUM).exists():
+        _missing(f"{CHROMIUM} not found: apt-get install -y chromium")
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield b

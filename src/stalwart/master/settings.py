@@ -18,6 +18,9 @@ class MasterSettings:
     agent_timeout_s: float = 30.0
     scheduler_interval_s: float = 0.5
     task_container_defaults: dict = field(default_factory=dict)
+    # Build the web UI's in-memory metrics index in a background thread at start (tests turn it off to
+    # exercise the pages' fallbacks; docs/ui.md, "Metric series").
+    ui_metrics_index: bool = True
 
     @property
     def url(self) -> str:

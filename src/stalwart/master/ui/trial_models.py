@@ -100,7 +100,7 @@ def trial_logs(m: Master, trial_id: int, *, tail: int = 1000, level: str = "", q
             where.append(c.level.in_(LEVELS[LEVELS.index(level):]))
         if q:
             like = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            where.append(c.log.like(like, escape="\\"))
+            where.append(c.log.ilike(like, escape="\\"))  # case-insensitive on SQLite and PostgreSQL alike
         rows = conn.execute(sa.select(t.task_logs).where(*where).order_by(c.id.desc()).limit(tail + 1)).mappings().all()
         last_id = conn.execute(sa.select(sa.func.max(c.id)).where(c.trial_id == trial_id)).scalar() or 0
     more = len(rows) > tail

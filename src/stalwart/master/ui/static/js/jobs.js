@@ -37,6 +37,7 @@ function render(jobs) {
         const input = el("input", { type: "number", min: "1", max: "99", step: "1", value: j.priority, class: "priority", "aria-label": `Priority of ${j.job_id}` });
         return el("span", { class: "priority-edit" }, input, el("button", { type: "button", onclick: () => changePriority(j, input), text: "Set" }));
       } },
+      { key: "weight", label: "Weight", numeric: true },
       { key: "move", label: "Position", render: (j) => {
         const i = jobs.indexOf(j);
         return el("span", {},
