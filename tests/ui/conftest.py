@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import uuid
 
 import httpx
 import pytest
@@ -41,10 +42,26 @@ def shots(tmp_path_factory) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
-def ui_cluster(tmp_path_factory):
+def ui_db(tmp_path_factory):
+    """The browser tests' master database: SQLite, or with STALWART_UI_TEST_DB=postgres a fresh PostgreSQL one."""
+    if os.environ.get("STALWART_UI_TEST_DB", "sqlite") != "postgres":
+        yield None
+        return
+    import psycopg
+
+    admin = os.environ.get("STALWART_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+    name = f"stalwart_ui_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield admin.rsplit("/", 1)[0] + "/" + name
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def ui_cluster(tmp_path_factory, ui_db):
     """One master (UI installed) and one agent with 3 slots, shared by the browser tests."""
-    c = UICluster(tmp_path_factory.mktemp("ui") / "home", slots=3)
-    with c:
+    with UICluster(tmp_path_factory.mktemp("ui") / "home", ui_db, slots=3) as c:
         yield c
 
 
