@@ -134,8 +134,8 @@ def test_search_experiment_pages(ui_cluster, search_exp, page, shots):
     c = ui_cluster
     exp_id = search_exp
     page.goto(f"{c.url}/experiments/{exp_id}")
+    _state(page, "#exp-state", "COMPLETED", timeout=180)  # ASHA adds its trials as rungs fill
     page.wait_for_function("() => document.querySelectorAll('#trials tbody tr[data-key]').length === 4", timeout=30_000)
-    _state(page, "#exp-state", "COMPLETED", timeout=120)
     page.wait_for_function("() => Number(document.querySelector('#curves').dataset.series) === 4 && "
                            "Number(document.querySelector('#curves').dataset.points) >= 4", timeout=30_000)
     # sort the trials table by the best validation accuracy, both ways
@@ -149,8 +149,9 @@ def test_search_experiment_pages(ui_cluster, search_exp, page, shots):
     assert page.eval_on_selector_all("#trials tbody tr[data-key]", "rows => rows.map(r => r.dataset.key)") == best[::-1]
     # metric picker and x axis
     page.select_option("#xaxis", "time")
-    page.wait_for_function("() => document.querySelector('#curves .u-axis')")
+    page.wait_for_function("() => document.querySelector('#curves').dataset.xaxis === 'time'")
     page.select_option("#xaxis", "batches")
+    page.wait_for_function("() => document.querySelector('#curves').dataset.xaxis === 'batches'")
     page.screenshot(path=str(shots / "experiment-search.png"), full_page=True)
     page.click("#tabs button[data-tab=hparams]")
     page.wait_for_function("() => document.querySelector('#parcoords').dataset.trials === '4'")

@@ -49,18 +49,19 @@ export class LineChart {
       this.plot.__drawn = false;
       this.plot.setData(data, !keepZoom);
     }
-    this.pending = { points, series: series.length, t0 };
+    this.pending = { points, series: series.length, t0, xLabel };
     this.markDrawn();
   }
 
   // Marks the box once uPlot has really drawn (its draw hook), for tests and the benchmark.
   markDrawn() {
     if (!this.pending || !this.plot || !this.plot.__drawn) return;
-    const { points, series, t0 } = this.pending;
+    const { points, series, t0, xLabel } = this.pending;
     this.pending = null;
     this.box.dataset.points = String(points);
     this.box.dataset.series = String(series);
     this.box.dataset.drawn = "1";
+    this.box.dataset.xaxis = xLabel;
     this.box.dataset.drawMs = String(Math.round(performance.now() - t0));
   }
 
