@@ -1,4 +1,4 @@
-"""The ASGI app: wires routes, error handling and the background loops (scheduler, metrics writer)."""
+"""The ASGI app: wires routes, the web UI, error handling and the background loops (scheduler, metrics writer)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 
 import stalwart
 from stalwart.api.errors import InvalidRequest, StalwartError
-from stalwart.master import scheduling
+from stalwart.master import scheduling, ui
 from stalwart.master.intake import MetricsWriter
 from stalwart.master.routes import agents, allocations, checkpoints, experiments, jobs, searcher, tasks, trials
 from stalwart.master.service import Master
@@ -28,6 +28,7 @@ def create_app(settings: MasterSettings) -> FastAPI:
     async def lifespan(app: FastAPI):
         writer = MetricsWriter(m)
         app.state.metrics_writer = writer
+        ui.start(app)
         tasks = [asyncio.create_task(scheduling.run_forever(m)), asyncio.create_task(writer.run_forever())]
         try:
             yield
@@ -63,4 +64,5 @@ def create_app(settings: MasterSettings) -> FastAPI:
 
     for module in (experiments, trials, allocations, agents, checkpoints, searcher, jobs, tasks):
         app.include_router(module.router)
+    ui.install(app)
     return app

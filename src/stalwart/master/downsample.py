@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 from array import array
 
@@ -14,6 +15,7 @@ def m4(xs: list[float], n_buckets: int, lo: float | None = None, hi: float | Non
 
     Drawn as a line at one bucket per pixel column this is pixel-identical to the full series (M4, Jugel et al.,
     VLDB 2014): every extreme stays visible. With `ys` None only the first/last per bucket are kept.
+    Bucket edges are found by bisection and extremes by C-level min/max over slices: O(buckets) Python steps.
     """
     n = len(xs)
     if n == 0:
@@ -24,27 +26,68 @@ def m4(xs: list[float], n_buckets: int, lo: float | None = None, hi: float | Non
         return list(range(n))
     lo = xs[0] if lo is None else lo
     hi = xs[-1] if hi is None else hi
-    span = (hi - lo) or 1.0
-    scale = n_buckets / span
+    width = ((hi - lo) or 1.0) / n_buckets
     keep: list[int] = []
-    start = 0
-    cur = min(int((xs[0] - lo) * scale), n_buckets - 1)
-    for i in range(1, n + 1):
-        b = min(int((xs[i] - lo) * scale), n_buckets - 1) if i < n else -1
-        if b == cur:
+    start = bisect.bisect_left(xs, lo)
+    for b in range(n_buckets):
+        end = n if b == n_buckets - 1 else bisect.bisect_left(xs, lo + (b + 1) * width, start)
+        if end <= start:
             continue
-        # bucket [start, i) is complete
-        end = i - 1
-        if ys is None or end - start < 2:
-            picked = {start, end}
+        last = end - 1
+        if ys is None or last - start < 2:
+            picked = {start, last}
         else:
-            seg = ys[start:i]
-            lo_i = start + min(range(len(seg)), key=seg.__getitem__)
-            hi_i = start + max(range(len(seg)), key=seg.__getitem__)
-            picked = {start, lo_i, hi_i, end}
+            seg = ys[start:end]
+            picked = {start, start + seg.index(min(seg)), start + seg.index(max(seg)), last}
         keep.extend(sorted(picked))
-        start, cur = i, b
+        start = end
     return keep
+
+
+def grid_slots(n_buckets: int, lo: float, hi: float) -> tuple[float, float, list[float]]:
+    """(lo, bucket width, x of every slot) of a grid of `n_buckets` over [lo, hi], 2 slots per bucket."""
+    if n_buckets < 1:
+        raise ValueError("n_buckets must be >= 1")
+    span = hi - lo
+    if span <= 0:
+        span, lo = 1.0, lo - 0.5
+    width = span / n_buckets
+    return lo, width, [lo + (b + (0.25 if s == 0 else 0.75)) * width for b in range(n_buckets) for s in (0, 1)]
+
+
+def place(extremes: dict, n_buckets: int, lo: float, width: float) -> list:
+    """One series' y values on the grid from {bucket: (min_x, min_y, max_x, max_y)}: min and max in x order."""
+    ys: list = [None] * (2 * n_buckets)
+    for b, (mn_x, mn_y, mx_x, mx_y) in extremes.items():
+        if mn_x == mx_x and mn_y == mx_y:
+            ys[2 * b + (0 if mn_x < lo + (b + 0.5) * width else 1)] = mn_y
+        elif mn_x <= mx_x:
+            ys[2 * b], ys[2 * b + 1] = mn_y, mx_y
+        else:
+            ys[2 * b], ys[2 * b + 1] = mx_y, mn_y
+    return ys
+
+
+def extremes(points, lo: float, width: float, n_buckets: int, hi: float) -> dict:
+    """{bucket: (min_x, min_y, max_x, max_y)} of (x, y, ...) points within [lo, hi]."""
+    out: dict[int, list] = {}
+    last = n_buckets - 1
+    for p in points:
+        x, y = p[0], p[1]
+        if x < lo or x > hi or y is None:
+            continue
+        b = int((x - lo) / width)
+        if b > last:
+            b = last
+        e = out.get(b)
+        if e is None:
+            out[b] = [x, y, x, y]
+        else:
+            if y < e[1]:
+                e[0], e[1] = x, y
+            if y > e[3]:
+                e[2], e[3] = x, y
+    return out
 
 
 def grid(series: list[list[tuple]], n_buckets: int, lo: float, hi: float) -> tuple[list[float], list[list]]:
@@ -54,41 +97,9 @@ def grid(series: list[list[tuple]], n_buckets: int, lo: float, hi: float) -> tup
     point, in x order, in slot 0 and slot 1 (a lone point goes to the slot of its half of the bucket); slots
     without a point are None. Returns (slot x positions, one y list per series).
     """
-    if n_buckets < 1:
-        raise ValueError("n_buckets must be >= 1")
-    span = hi - lo
-    if span <= 0:
-        span = 1.0
-        lo = lo - 0.5
-    width = span / n_buckets
-    xs = [lo + (b + (0.25 if s == 0 else 0.75)) * width for b in range(n_buckets) for s in (0, 1)]
-    out = []
-    for points in series:
-        mins: dict[int, tuple] = {}
-        maxs: dict[int, tuple] = {}
-        for p in points:
-            x, y = p[0], p[1]
-            if x < lo or x > hi or y is None:
-                continue
-            b = min(int((x - lo) / width), n_buckets - 1)
-            m = mins.get(b)
-            if m is None or y < m[1]:
-                mins[b] = (x, y)
-            m = maxs.get(b)
-            if m is None or y > m[1]:
-                maxs[b] = (x, y)
-        ys: list = [None] * (2 * n_buckets)
-        for b, mn in mins.items():
-            mx = maxs[b]
-            if mn == mx:
-                slot = 0 if mn[0] < lo + (b + 0.5) * width else 1
-                ys[2 * b + slot] = mn[1]
-            else:
-                first, second = (mn, mx) if mn[0] <= mx[0] else (mx, mn)
-                ys[2 * b] = first[1]
-                ys[2 * b + 1] = second[1]
-        out.append(ys)
-    return xs, out
+    lo2, width, xs = grid_slots(n_buckets, lo, hi)
+    return xs, [place(extremes(points, lo2, width, n_buckets, max(hi, lo2 + width * n_buckets)), n_buckets, lo2, width)
+                for points in series]
 
 
 _NAN = float("nan")
@@ -102,12 +113,14 @@ class SeriesSummary:
     max point exactly (x, y, t). Memory is bounded: 6 doubles per leaf.
     """
 
-    __slots__ = ("cap", "n", "min_x", "min_y", "max_x", "max_y", "last_x", "last_y", "raw", "leaf", "width")
+    __slots__ = ("cap", "n", "min_x", "min_y", "max_x", "max_y", "last_x", "last_y", "first_x", "t_lo", "t_hi", "raw",
+                 "leaf", "width")
 
     def __init__(self, leaves: int = 256) -> None:
         self.cap = leaves
         self.n = 0
         self.min_x = self.min_y = self.max_x = self.max_y = self.last_x = self.last_y = None
+        self.first_x = self.t_lo = self.t_hi = None  # smallest x, and the range of report times
         self.raw: array | None = array("d")  # x, y, t triples while n <= cap
         self.leaf: array | None = None  # per leaf: min_x, min_y, min_t, max_x, max_y, max_t (NaN = empty)
         self.width = 1
@@ -120,12 +133,52 @@ class SeriesSummary:
             self.max_x, self.max_y = x, y
         if self.last_x is None or x >= self.last_x:
             self.last_x, self.last_y = x, y
+        if self.first_x is None or x < self.first_x:
+            self.first_x = x
+        if self.t_lo is None or t < self.t_lo:
+            self.t_lo = t
+        if self.t_hi is None or t > self.t_hi:
+            self.t_hi = t
         if self.raw is not None:
             self.raw.extend((x, y, t))
             if len(self.raw) > 3 * self.cap:
                 self._to_leaves()
             return
         self._fold((x, y, t), (x, y, t))
+
+    def extend(self, xs: list, ys: list, ts: list) -> None:
+        """Add many points at once (the same result as add() for each, several times faster)."""
+        n = len(xs)
+        if n == 0:
+            return
+        if n < 8 or self.raw is not None:
+            for i in range(n):
+                self.add(xs[i], ys[i], ts[i])
+            return
+        self.n += n
+        i = min(range(n), key=ys.__getitem__)
+        if self.min_y is None or ys[i] < self.min_y:
+            self.min_x, self.min_y = xs[i], ys[i]
+        i = max(range(n), key=ys.__getitem__)
+        if self.max_y is None or ys[i] > self.max_y:
+            self.max_x, self.max_y = xs[i], ys[i]
+        i = max(range(n), key=xs.__getitem__)
+        if self.last_x is None or xs[i] >= self.last_x:
+            self.last_x, self.last_y = xs[i], ys[i]
+        self.first_x = min(self.first_x, min(xs))
+        self.t_lo, self.t_hi = min(self.t_lo, min(ts)), max(self.t_hi, max(ts))
+        top = max(xs)
+        while top // self.width >= self.cap:
+            self._coarsen()
+        leaf, w = self.leaf, self.width
+        for x, y, t in zip(xs, ys, ts):
+            k = 6 * int(x // w)
+            v = leaf[k + 1]
+            if v != v or y < v:
+                leaf[k], leaf[k + 1], leaf[k + 2] = x, y, t
+            v = leaf[k + 4]
+            if v != v or y > v:
+                leaf[k + 3], leaf[k + 4], leaf[k + 5] = x, y, t
 
     def _to_leaves(self) -> None:
         raw, self.raw = self.raw, None
@@ -173,6 +226,43 @@ class SeriesSummary:
                     pts.append((lf[k + 3], lf[k + 4], lf[k + 5]))
         pts.sort()
         return pts
+
+    def extremes(self, lo: float, width: float, n_buckets: int, hi: float, scale: float = 1.0,
+                 use_time: bool = False) -> dict:
+        """Like `extremes(self.points(), ...)` without building the points: x is steps * scale, or the report time."""
+        out: dict[int, list] = {}
+        last = n_buckets - 1
+        if self.raw is not None:
+            arr, stride, pairs = self.raw, 3, ((0, 1, 2),)
+        else:
+            arr, stride, pairs = self.leaf, 6, ((0, 1, 2), (3, 4, 5))
+        xo = 2 if use_time else 0
+        for k in range(0, len(arr), stride):
+            for ix, iy, it in pairs:
+                y = arr[k + iy]
+                if y != y:  # NaN: an empty leaf
+                    continue
+                x = arr[k + it] if xo else arr[k + ix] * scale
+                if x < lo or x > hi:
+                    continue
+                b = int((x - lo) / width)
+                if b > last:
+                    b = last
+                e = out.get(b)
+                if e is None:
+                    out[b] = [x, y, x, y]
+                else:
+                    if y < e[1]:
+                        e[0], e[1] = x, y
+                    if y > e[3]:
+                        e[2], e[3] = x, y
+        return out
+
+    def x_range(self, scale: float = 1.0, use_time: bool = False) -> tuple[float, float] | None:
+        """(min, max) of x: steps * scale, or report times."""
+        if self.n == 0:
+            return None
+        return (self.t_lo, self.t_hi) if use_time else (self.first_x * scale, self.last_x * scale)
 
     def best(self, smaller_is_better: bool) -> tuple[float, float] | None:
         """(value, x) of the best point, or None when empty."""

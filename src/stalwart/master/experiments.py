@@ -1,4 +1,4 @@
-"""The experiment state machine: create, pause, activate, cancel, kill, and finishing."""
+"""The experiment state machine: create, pause, activate, cancel, kill, finishing, and (un)archiving."""
 
 from __future__ import annotations
 
@@ -146,6 +146,25 @@ def activate(m: Master, exp_id: int) -> None:
         _set_state(conn, exp_id, S.ACTIVE)
         _set_trials(conn, exp_id, [S.PAUSED], S.ACTIVE)
     m.wake_scheduler()
+
+
+def archive(m: Master, exp_id: int) -> None:
+    _set_archived(m, exp_id, True)
+
+
+def unarchive(m: Master, exp_id: int) -> None:
+    _set_archived(m, exp_id, False)
+
+
+def _set_archived(m: Master, exp_id: int, archived: bool) -> None:
+    """Archiving hides a finished experiment from the default lists; as in Determined, only terminal ones."""
+    with m.db.begin() as conn:
+        exp = _experiment(conn, exp_id)
+        if not S(exp["state"]).terminal:
+            verb = "archived" if archived else "unarchived"
+            raise InvalidStateError(f"experiment {exp_id} is {exp['state']}; only a finished experiment "
+                                    f"(COMPLETED, CANCELED or ERROR) can be {verb}")
+        conn.execute(t.experiments.update().where(t.experiments.c.id == exp_id).values(archived=archived))
 
 
 def cancel(m: Master, exp_id: int) -> None:

@@ -21,6 +21,9 @@ class MasterSettings:
     scheduler_interval_s: float = 0.5
     task_container_defaults: dict = field(default_factory=dict)
     cluster: MasterConfig = field(default_factory=MasterConfig)
+    # Build the web UI's in-memory metrics index in a background thread at start (tests turn it off to
+    # exercise the pages' fallbacks; docs/ui.md, "Metric series").
+    ui_metrics_index: bool = True
 
     def pool_scheduler(self, pool: str) -> SchedulerConfig:
         found = self.cluster.pool(pool)

@@ -127,6 +127,20 @@ def test_kill_while_pending_cancels_everything(m, ctx_archive, tmp_path):
         experiments.kill(m, exp_id)
 
 
+def test_only_a_finished_experiment_can_be_archived_and_unarchived(m, ctx_archive, tmp_path):
+    exp_id = _create(m, ctx_archive, tmp_path)
+    with pytest.raises(InvalidStateError, match=f"experiment {exp_id} is ACTIVE; only a finished experiment"):
+        experiments.archive(m, exp_id)
+    alloc = _live_alloc(m)
+    experiments.kill(m, exp_id)
+    _exit(m, alloc, -9)
+    experiments.archive(m, exp_id)
+    assert _rows(m, t.experiments)[0]["archived"] is True
+    experiments.archive(m, exp_id)  # archiving twice is a no-op
+    experiments.unarchive(m, exp_id)
+    assert _rows(m, t.experiments)[0]["archived"] is False
+
+
 def test_metrics_upsert_in_batches_feed_progress_and_checkpoint_gc_keeps_best_and_latest(m, ctx_archive, tmp_path):
     _create(m, ctx_archive, tmp_path)
     alloc = _live_alloc(m)

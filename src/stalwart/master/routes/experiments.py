@@ -1,4 +1,4 @@
-"""/api/v1/experiments: create, list, describe, and the pause/activate/cancel/kill actions."""
+"""/api/v1/experiments: create, list, describe, and the pause/activate/cancel/kill/archive/unarchive actions."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ ACTIONS = {
     "unpause": experiments.activate,
     "cancel": experiments.cancel,
     "kill": experiments.kill,
+    "archive": experiments.archive,
+    "unarchive": experiments.unarchive,
 }
 
 

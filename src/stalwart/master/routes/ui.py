@@ -79,16 +79,20 @@ def _json(request: Request, data: dict) -> Response:
 
 # --- HTML pages -----------------------------------------------------------------------------------
 
-def _page(request: Request, template: str, title: str, page: str, ident: str | None = None, **ctx) -> Response:
+def _page(request: Request, template: str, title: str, page: str, ident: str | None = None) -> Response:
     try:
         model = _builder(request, page, ident)() if page in ("experiments", "experiment", "trial", "cluster") else {}
     except StalwartError as err:
         return pages.error_page(err.http_status, err.message, err.details)
+    preload: list[str] = []
     if page == "experiment":
         title = f"{model['experiment']['name']} · experiment {ident}"
+        preload = [model["series_url"]]
     elif page == "trial":
         title = f"Trial {ident} · {model['experiment']['name']}"
-    return pages.render(template, title=title, page=page, model=model, ident=ident, **ctx)
+        preload = [u for u in model["series_urls"].values() if u]
+    return pages.render(template, title=title, page=page, model=model, ident=ident, entry=template.replace(".html", ".js"),
+                        preload=preload)
 
 
 @router.get("/", include_in_schema=False)
@@ -108,7 +112,10 @@ async def experiment(request: Request, exp_id: str) -> Response:
 
 @router.get("/experiments/{exp_id}/trials/{trial_id}", include_in_schema=False)
 async def experiment_trial(exp_id: str, trial_id: str) -> Response:
-    return RedirectResponse(f"/trials/{_id(trial_id, 'trial')}" if trial_id.isdigit() else "/trials/0")
+    """Determined's trial URL: the same trial page."""
+    if not trial_id.isdigit():
+        return pages.error_page(404, f"trial {trial_id!r} not found: ids are whole numbers")
+    return RedirectResponse(f"/trials/{int(trial_id)}")
 
 
 @router.get("/trials/{trial_id}", include_in_schema=False)

@@ -1,4 +1,8 @@
-"""The web UI: `install(app)` adds the pages, their JSON and live streams, the series API and HTML 404s."""
+"""The web UI (docs/ui.md): `install(app)` adds the pages, their JSON and live streams, the series API and HTML 404s.
+
+`create_app` calls `install` when it builds the master and `start` from its lifespan, which builds the
+metrics index in a background thread (unless `MasterSettings.ui_metrics_index` is off).
+"""
 
 from __future__ import annotations
 
@@ -9,19 +13,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from stalwart.master.ui.metrics_index import MetricsIndex
 
 
-def install(app: FastAPI, *, build_index: bool = True) -> FastAPI:
-    """Add the UI to a master app made by `create_app` (idempotent). Starts the metrics index build."""
+def install(app: FastAPI) -> FastAPI:
+    """Add the UI to a master app made by `create_app` (idempotent)."""
     if getattr(app.state, "ui_installed", False):
         return app
     from stalwart.master.routes import series, ui
     from stalwart.master.ui import pages
 
     app.state.ui_installed = True
-    m = app.state.master
-    idx = MetricsIndex(m.db)
-    app.state.metrics_index = idx
-    if build_index:
-        idx.start()
+    app.state.metrics_index = MetricsIndex(app.state.master.db)
     app.include_router(series.router)
     app.include_router(ui.router)
 
@@ -32,3 +32,10 @@ def install(app: FastAPI, *, build_index: bool = True) -> FastAPI:
         return await http_exception_handler(request, exc)
 
     return app
+
+
+def start(app: FastAPI) -> None:
+    """At master start: build the metrics index in the background, if the settings ask for it."""
+    idx = getattr(app.state, "metrics_index", None)
+    if idx is not None and app.state.master.settings.ui_metrics_index:
+        idx.start()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 
@@ -16,10 +15,6 @@ log = logging.getLogger(__name__)
 
 TERMINAL = ("COMPLETED", "CANCELED", "ERROR")
 CHUNK = 50_000
-
-
-def _number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 class TrialEntry:
@@ -79,10 +74,10 @@ class MetricsIndex:
             self._load_trials()
         while True:
             with self._lock:
-                n = self._fold_chunk()
-            if n < CHUNK:
+                left = self._fold_chunk()
+            if not left:
                 break
-            time.sleep(0)  # let request threads have the GIL between chunks
+            time.sleep(0)  # let the event loop have the GIL between chunks
         with self._lock:
             self.ready = True
         self.build_seconds = time.monotonic() - t0
@@ -105,52 +100,64 @@ class MetricsIndex:
             self.max_trial_id = max(self.max_trial_id, tid)
         return entry
 
+    def _numbers(self, conn, where: str, params: dict):
+        """(metrics id, trial, group, steps, report time, name, value) of every numeric metric, in id order."""
+        if conn.dialect.name == "postgresql":
+            sql = ("SELECT m.id, m.trial_id, m.group_name, m.steps_completed, m.report_time, j.key, "
+                   "(j.value #>> '{}')::float8 FROM metrics m, jsonb_each(m.metrics) j "
+                   f"WHERE {where} AND jsonb_typeof(j.value) = 'number' ORDER BY m.id")
+        else:
+            sql = ("SELECT m.id, m.trial_id, m.group_name, m.steps_completed, m.report_time, j.key, j.value "
+                   f"FROM metrics m, json_each(m.metrics) j WHERE {where} AND j.type IN ('integer', 'real') "
+                   "ORDER BY m.id")
+        return conn.execute(sa.text(sql), params).all()
+
     def _fold_chunk(self) -> int:
-        m = t.metrics.c
-        q = (sa.select(m.id, m.trial_id, m.group_name, m.steps_completed, m.report_time, m.metrics)
-             .where(m.id > self.hwm).order_by(m.id).limit(CHUNK))
+        """Fold the metrics rows with ids in (hwm, hwm + CHUNK]; returns how many ids are left after them."""
         with self.db.begin() as conn:
-            rows = conn.execute(q).all()
-        unknown = False
-        for rid, tid, group, steps, rtime, values in rows:
+            top = conn.execute(sa.select(sa.func.max(t.metrics.c.id))).scalar() or 0
+            if top <= self.hwm:
+                return 0
+            upto = min(top, self.hwm + CHUNK)
+            rows = self._numbers(conn, "m.id > :lo AND m.id <= :hi", {"lo": self.hwm, "hi": upto})
+        if any(r[1] not in self.trials for r in rows):
+            self._load_trials(only_new=True)
+        self._fold(rows)
+        self.hwm = upto
+        return top - upto
+
+    def _fold(self, rows) -> None:
+        """Add (id, trial, group, steps, time, name, value) rows to the summaries, one batch per series."""
+        batches: dict[tuple, tuple[list, list, list]] = {}
+        last_id = None
+        for rid, tid, group, steps, rtime, name, value in rows:
+            b = batches.get((tid, group, name))
+            if b is None:
+                b = batches[(tid, group, name)] = ([], [], [])
+            b[0].append(steps)
+            b[1].append(float(value))
+            b[2].append(rtime)
+            if rid != last_id:
+                last_id = rid
+                self.rows_folded += 1
+        for (tid, group, name), (xs, ys, ts) in batches.items():
             entry = self.trials.get(tid)
             if entry is None:
-                if not unknown:
-                    self._load_trials(only_new=True)
-                    unknown = True
-                entry = self.trials.get(tid)
-                if entry is None:
-                    continue
-            self._fold_row(entry, group, steps, rtime, values)
-        if rows:
-            self.hwm = rows[-1][0]
-        self.rows_folded += len(rows)
-        return len(rows)
-
-    def _fold_row(self, entry: TrialEntry, group: str, steps: int, rtime: float, values) -> None:
-        series = entry.groups.get(group)
-        if series is None:
-            series = entry.groups[group] = {}
-        entry.rows += 1
-        if not isinstance(values, dict):
-            return
-        for name, v in values.items():
-            if _number(v):
-                s = series.get(name)
-                if s is None:
-                    s = series[name] = SeriesSummary(self.leaves)
-                s.add(steps, float(v), rtime)
+                continue
+            series = entry.groups.setdefault(group, {})
+            s = series.get(name)
+            if s is None:
+                s = series[name] = SeriesSummary(self.leaves)
+            s.extend(xs, ys, ts)
+            entry.rows += len(xs)
 
     def _rebuild_trial(self, tid: int, entry: TrialEntry) -> None:
-        m = t.metrics.c
         with self.db.begin() as conn:
-            rows = conn.execute(sa.select(m.group_name, m.steps_completed, m.report_time, m.metrics)
-                                .where(m.trial_id == tid, m.id <= self.hwm).order_by(m.id)).all()
+            rows = self._numbers(conn, "m.trial_id = :tid AND m.id <= :hwm", {"tid": tid, "hwm": self.hwm})
         rows_before = entry.rows
         entry.groups = {}
         entry.rows = 0
-        for group, steps, rtime, values in rows:
-            self._fold_row(entry, group, steps, rtime, values)
+        self._fold(rows)
         entry.rows = max(entry.rows, rows_before + 1)  # always a new version
         entry.rebuilt_at = time.monotonic()
 
@@ -162,11 +169,13 @@ class MetricsIndex:
         now = time.monotonic()
         if not force and now - self._last_refresh < self.min_refresh_s:
             return
-        with self._lock:
+        if not self._lock.acquire(blocking=False):
+            return  # a reader thread holds it: catch up next time rather than block the event loop
+        try:
             self._last_refresh = now
             self._load_trials(only_new=True)
             self._sync_live_trials()
-            while self._fold_chunk() == CHUNK:
+            while self._fold_chunk():
                 pass
             for tid in list(self._dirty):
                 entry = self.trials[tid]
@@ -175,6 +184,12 @@ class MetricsIndex:
                     if entry.state in TERMINAL:
                         entry.dirty = False
                         self._dirty.discard(tid)
+        finally:
+            self._lock.release()
+
+    def reading(self):
+        """Hold this while reading summaries off the event loop (refresh skips while it is held)."""
+        return self._lock
 
     def _sync_live_trials(self) -> None:
         live = [tid for tid, e in self.trials.items() if e.state not in TERMINAL]

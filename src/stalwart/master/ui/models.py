@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import time
+from urllib.parse import urlencode
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from stalwart.api.errors import InvalidRequest
 from stalwart.db import tables as t
@@ -15,6 +17,8 @@ from stalwart.master.service import Master
 E = t.experiments.c
 STATES = ("ACTIVE", "PAUSED", "STOPPING_COMPLETED", "STOPPING_CANCELED", "STOPPING_KILLED", "STOPPING_ERROR",
           "COMPLETED", "CANCELED", "ERROR")
+EXP_SERIES_POINTS = 1000  # slots per trial on the experiment chart (2 per bucket)
+TRIAL_SERIES_POINTS = 4000  # points per series on the trial charts (4 per bucket)
 EXP_SORTS = ("id", "name", "state", "progress", "owner", "created_at", "ended_at", "duration", "num_trials", "best")
 TRIAL_SORTS = ("id", "state", "restarts", "steps_completed", "best_validation", "latest_validation", "progress",
                "duration")
@@ -63,7 +67,7 @@ def _page(limit: int, offset: int) -> None:
 
 def _label_filter(conn, label: str):
     if conn.dialect.name == "postgresql":
-        return E.labels.contains([label])
+        return sa.type_coerce(E.labels, postgresql.JSONB).contains([label])
     return sa.exists(sa.select(sa.literal(1)).select_from(sa.func.json_each(E.labels).table_valued("value"))
                      .where(sa.column("value") == label))
 
@@ -156,7 +160,7 @@ def experiment_head(row, idx, now: float) -> dict:
     return d
 
 
-def experiment_page(m: Master, idx, exp_id: int, *, sort: str = "id", order: str = "asc", limit: int = 100,
+def experiment_page(m: Master, idx, exp_id: int, *, sort: str = "id", order: str = "asc", limit: int = 50,
                     offset: int = 0) -> dict:
     _check_sort(sort, order, TRIAL_SORTS, "trials")
     _page(limit, offset)
@@ -212,6 +216,10 @@ def experiment_page(m: Master, idx, exp_id: int, *, sort: str = "id", order: str
         "job_placeholder": {"queue_position": None, "priority": None},
         "metrics_version": idx.version(ids) if ready else None,
         "index_ready": ready,
+        # the chart's first request, also preloaded by the page's HTML
+        "series_url": f"/api/v1/experiments/{exp_id}/metrics/series?" + urlencode(
+            {"group": "validation", "x": "batches", "max_points": EXP_SERIES_POINTS, "format": "f32",
+             **({"metric": metric} if metric else {})}),
     }
 
 

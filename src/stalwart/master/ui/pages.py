@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import pathlib
+import re
 
 import jinja2
 from fastapi import Request
@@ -39,6 +41,23 @@ def asset_version() -> str:
 
 
 VERSION = asset_version()
+_IMPORT = re.compile(r'^import\s[^;]*?from\s+"\./([\w.-]+\.js)"|^import\s+"\./([\w.-]+\.js)"', re.M)
+_VENDOR = re.compile(r'from\s+"\.\./(vendor/[\w./-]+\.js)"')
+
+
+@functools.lru_cache(maxsize=None)
+def module_closure(entry: str) -> list[str]:
+    """Every module `js/<entry>` imports, directly or not (paths under static/), for <link rel=modulepreload>."""
+    seen: list[str] = []
+    todo = [f"js/{entry}"]
+    while todo:
+        path = todo.pop()
+        if path in seen or not (STATIC / path).is_file():
+            continue
+        seen.append(path)
+        text = (STATIC / path).read_text()
+        todo += [f"js/{a or b}" for a, b in _IMPORT.findall(text)] + _VENDOR.findall(text)
+    return seen
 
 
 def json_for_html(data) -> str:
@@ -48,10 +67,13 @@ def json_for_html(data) -> str:
         .replace("\u2029", "\\u2029")
 
 
-def render(template: str, *, title: str, page: str, model=None, status: int = 200, **ctx) -> HTMLResponse:
+def render(template: str, *, title: str, page: str, model=None, status: int = 200, entry: str | None = None,
+           preload: list[str] | tuple = (), **ctx) -> HTMLResponse:
+    """Render a page; `entry` is its JS module (all its imports are preloaded), `preload` URLs it will fetch."""
     html = _env.get_template(template).render(
         title=title, page=page, static=f"/ui/static/{VERSION}", version=stalwart.__version__,
-        model_json=json_for_html(model) if model is not None else None, **ctx)
+        model_json=json_for_html(model) if model is not None else None,
+        modules=module_closure(entry) if entry else [], preload=list(preload), **ctx)
     return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
 

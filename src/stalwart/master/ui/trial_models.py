@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from urllib.parse import urlencode
 
 import sqlalchemy as sa
 
@@ -11,7 +12,7 @@ from stalwart.db import tables as t
 from stalwart.master import views
 from stalwart.master.routes.series import metric_names
 from stalwart.master.service import Master
-from stalwart.master.ui.models import _trial_stats_sql, flatten
+from stalwart.master.ui.models import TRIAL_SERIES_POINTS, _trial_stats_sql, flatten
 
 LEVELS = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LIVE = ("PENDING", "ASSIGNED", "RUNNING")
@@ -64,7 +65,14 @@ def trial_page(m: Master, idx, trial_id: int) -> dict:
         d["number"] = i + 1
         d["failure"] = r["exit_code"] not in (None, 0) and r["exit_reason"] in (None, "EXITED")
         run_list.append(d)
+    urls = {}
+    for group in ("training", "validation"):
+        have = names.get(group) or []
+        pick = metric if group == "validation" and metric in have else (have[0] if have else None)
+        urls[group] = None if pick is None else f"/api/v1/trials/{trial_id}/metrics/series?" + urlencode(
+            {"group": group, "x": "batches", "max_points": TRIAL_SERIES_POINTS, "metric": pick})
     return {
+        "series_urls": urls,  # the charts' first requests, also preloaded by the page's HTML
         "trial": trial,
         "experiment": {"id": exp["id"], "name": exp["name"], "state": exp["state"], "metric": metric,
                        "smaller_is_better": smaller},
@@ -92,7 +100,7 @@ def trial_logs(m: Master, trial_id: int, *, tail: int = 1000, level: str = "", q
             where.append(c.level.in_(LEVELS[LEVELS.index(level):]))
         if q:
             like = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            where.append(c.log.like(like, escape="\\"))
+            where.append(c.log.ilike(like, escape="\\"))  # case-insensitive on SQLite and PostgreSQL alike
         rows = conn.execute(sa.select(t.task_logs).where(*where).order_by(c.id.desc()).limit(tail + 1)).mappings().all()
         last_id = conn.execute(sa.select(sa.func.max(c.id)).where(c.trial_id == trial_id)).scalar() or 0
     more = len(rows) > tail

@@ -24,13 +24,36 @@ export async function request(method, url, body, { signal } = {}) {
   const text = await res.text();
   let data = null;
   try { data = text ? JSON.parse(text) : {}; } catch { data = null; }
-  if (!res.ok) {
-    const e = data && data.error;
-    let message = e && e.message ? e.message : `HTTP ${res.status}`;
-    if (!e && data && typeof data.detail === "string") message = data.detail;
-    throw new ApiError(res.status, message, (e && e.details) || []);
-  }
+  if (!res.ok) throw failure(res.status, data);
   return data;
+}
+
+function failure(status, data) {
+  const e = data && data.error;
+  let message = e && e.message ? e.message : `HTTP ${status}`;
+  if (!e && data && typeof data.detail === "string") message = data.detail;
+  return new ApiError(status, message, (e && e.details) || []);
+}
+
+// A format=f32 series answer: uint32 n, n bytes of JSON, padding to 4, float32 y values (NaN = none).
+export async function getF32Series(url) {
+  let res;
+  try { res = await fetch(url); } catch (err) { throw new ApiError(0, `cannot reach the master (${err.message})`); }
+  if (!res.ok) {
+    let data = null;
+    try { data = await res.json(); } catch { data = null; }
+    throw failure(res.status, data);
+  }
+  const buf = await res.arrayBuffer();
+  const n = new DataView(buf).getUint32(0, true);
+  const head = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 4, n)));
+  const values = new Float32Array(buf, 4 + n + ((4 - (n % 4)) % 4));
+  head.trials.forEach((t, i) => {
+    const y = new Array(head.slots);
+    for (let j = 0, k = i * head.slots; j < head.slots; j++, k++) { const v = values[k]; y[j] = v === v ? v : null; }
+    t.y = y;
+  });
+  return head;
 }
 
 export const getJSON = (url, opts) => request("GET", url, undefined, opts);

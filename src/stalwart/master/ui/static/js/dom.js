@@ -69,7 +69,7 @@ export function stateBadge(state) {
 export function progressBar(p) {
   const pct = Math.round(Math.max(0, Math.min(1, p || 0)) * 100);
   return el("span", { class: "progress", title: `${pct}%` },
-    el("span", { class: "bar", style: `width:${pct}%` }), el("span", { class: "pct", text: `${pct}%` }));
+    el("span", { class: "track" }, el("span", { class: "bar", style: `width:${pct}%` })), el("span", { class: "pct", text: `${pct}%` }));
 }
 
 export function labelChips(labels) {

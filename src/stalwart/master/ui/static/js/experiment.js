@@ -1,6 +1,6 @@
 // The experiment page: summary and actions, learning curves of all trials, trials table, hyperparameters, config.
 import { $, el, fmtDuration, fmtNum, fmtTime, labelChips, progressBar, readModel, setQuery, stateBadge } from "./dom.js";
-import { confirmClick, flash, getJSON, post, showError } from "./api.js";
+import { confirmClick, flash, getF32Series, getJSON, post, showError } from "./api.js";
 import { subscribe } from "./live.js";
 import { renderPager, renderTable } from "./table.js";
 import { LineChart } from "./chart.js";
@@ -95,19 +95,23 @@ async function loadSeries() {
   loading = true;
   const [group, metric] = ($("#metric").value || "validation\u0000").split("\u0000");
   const x = $("#xaxis").value;
-  const q = new URLSearchParams({ group, x, max_points: String(Math.min(2000, Math.max(200, 2 * chart.width()))) });
+  const q = new URLSearchParams({ group, x, max_points: "1000", format: "f32" });
   if (metric) q.set("metric", metric);
   if (zoom) { q.set("x_min", zoom[0]); q.set("x_max", zoom[1]); }
+  const isDefault = !zoom && x === "batches" && group === "validation" && (metric || "") === (model.searcher.metric || "");
   try {
-    const data = await getJSON(`/api/v1/experiments/${expId}/metrics/series?${q}`);
+    const data = await getF32Series(isDefault ? model.series_url : `/api/v1/experiments/${expId}/metrics/series?${q}`);
     chart.update({
       x: data.x, time: x === "time", xLabel: x, keepZoom: !!zoom,
       series: data.trials.map((t) => ({ id: t.trial_id, label: `trial ${t.trial_id}`, values: t.y })),
     });
     const n = data.trials.length;
     $("#chart-note").textContent = n ? `${n} trial${n === 1 ? "" : "s"} · ${data.metric || ""} · up to ${data.max_points} points per trial (min and max kept)` : "";
-  } catch (err) { showError(err); }
+  } catch (err) {
+    if (err.status === 503) { $("#chart-note").textContent = err.message; setTimeout(loadSeries, 3000); } else showError(err);
+  }
   loading = false;
+  if (!live) connect();  // live updates start once the first chart is drawn: the page's first paint comes first
   if (pending) { pending = false; loadSeries(); }
 }
 
@@ -187,7 +191,6 @@ function showTab(name) {
 for (const b of document.querySelectorAll("#tabs button")) b.addEventListener("click", () => showTab(b.dataset.tab));
 $("#config").textContent = model.config_yaml;
 
-jobOf("EXPERIMENT", expId).then((j) => { job = j; renderHead(); }).catch(() => {});
 onModel(model);
-connect();
+setTimeout(() => jobOf("EXPERIMENT", expId).then((j) => { job = j; renderHead(); }).catch(() => {}), 500);
 if (location.hash === "#hparams" || location.hash === "#config") showTab(location.hash.slice(1));

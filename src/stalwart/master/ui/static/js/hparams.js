@@ -85,7 +85,7 @@ export function drawHparams(parBox, scatterBox, data) {
   for (const k of keys) {
     const box = el("figure", { class: "scatter" }, el("figcaption", { text: `${data.metric || "metric"} vs ${k}` }));
     scatterBox.append(box);
-    const w = 260, h = 200, pad = 36;
+    const w = 280, h = 200, pad = 56;
     const sctx = canvas(box, w, h);
     const ax = axisOf(trials.map((t) => t.hparams[k]));
     const ay = axisOf(trials.map((t) => t.value));

@@ -1,0 +1,41 @@
+// The cluster page: resource pools and agents, with what runs on each slot; live over SSE.
+import { $, el, fmtTime, readModel } from "./dom.js";
+import { subscribe } from "./live.js";
+import { renderTable } from "./table.js";
+
+function slotCell(s) {
+  if (!s.allocation_id) return el("span", { class: "slot free", text: `slot ${s.slot}: free` });
+  const what = s.trial_id
+    ? [el("a", { href: `/trials/${s.trial_id}`, text: `trial ${s.trial_id}` }), " of ",
+      el("a", { href: `/experiments/${s.experiment_id}`, text: s.experiment_name || `experiment ${s.experiment_id}` })]
+    : [s.allocation_id];
+  return el("span", { class: "slot busy", title: s.state }, `slot ${s.slot}: `, what);
+}
+
+function render(m) {
+  renderTable($("#pools"), {
+    id: "pools-table", rowKey: (p) => p.name, empty: "No resource pools: no agent has registered.",
+    columns: [
+      { key: "name", label: "Pool" }, { key: "agents", label: "Agents", numeric: true },
+      { key: "connected_agents", label: "Connected", numeric: true },
+      { key: "slots", label: "Slots", numeric: true }, { key: "used_slots", label: "In use", numeric: true },
+      { key: "slot_types", label: "Slot type", render: (p) => p.slot_types.join(", ") },
+    ],
+    rows: m.pools,
+  });
+  renderTable($("#agents"), {
+    id: "agents-table", rowKey: (a) => a.id, empty: "No agents. Start one with: stalwart agent run --master URL",
+    columns: [
+      { key: "id", label: "Agent" }, { key: "hostname", label: "Host" }, { key: "resource_pool", label: "Pool" },
+      { key: "connected", label: "Status", render: (a) => el("span", { class: a.connected ? "ok" : "error-text", text: a.connected ? (a.enabled ? "connected" : "disabled") : "lost" }) },
+      { key: "slots", label: "Slots", render: (a) => `${a.used_slots}/${a.slots} ${a.slot_type}` },
+      { key: "slots_detail", label: "Running", render: (a) => el("div", { class: "slots" }, a.slots_detail.map(slotCell)) },
+      { key: "last_seen", label: "Last seen", render: (a) => fmtTime(a.last_seen) },
+    ],
+    rows: m.agents,
+  });
+  $("#pending").textContent = m.pending_allocations ? `(${m.pending_allocations} waiting for slots)` : "";
+}
+
+render(readModel());
+subscribe({ page: "cluster" }, render);
