@@ -163,6 +163,9 @@ def single_process_env(topo: Topology) -> dict[str, str]:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):
+        print(USAGE)
+        return 0
     overrides, script = split_overrides(argv)
     if not script:
         print(USAGE, file=sys.stderr)

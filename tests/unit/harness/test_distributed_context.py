@@ -300,3 +300,9 @@ def test_cluster_info_defaults_to_one_container_on_loopback(tmp_path, monkeypatc
     monkeypatch.setenv("STALWART_CONTAINER_ADDRS", "10.0.0.1")
     with pytest.raises(ValueError, match="STALWART_CONTAINER_ADDRS='10.0.0.1' must be a JSON list"):
         info.get_cluster_info()
+
+
+def test_launcher_help_prints_its_usage():
+    res = subprocess.run([sys.executable, "-m", "stalwart.harness.torch_distributed", "--help"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0 and res.stdout.startswith("usage:") and "SCRIPT" in res.stdout
