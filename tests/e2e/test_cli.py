@@ -114,24 +114,36 @@ def test_wait_exits_nonzero_unless_completed(user_env, tmp_path):
     assert res.returncode == 1 and "CANCELED" in res.stdout
 
 
-def test_up_foreground_serves_until_interrupted(user_env):
+def test_up_foreground_serves_until_interrupted(user_env, tmp_path):
     port = free_port()
+    out = open(tmp_path / "foreground.log", "wb")  # a file, not unread pipes that could fill up
+
+    def tail() -> str:
+        return (tmp_path / "foreground.log").read_text(errors="replace")[-3000:]
+
     proc = subprocess.Popen([sys.executable, "-m", "stalwart.cli.main", "up", "--foreground", "--port", str(port)],
-                            env=user_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # unread pipes would fill up
+                            env=user_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 150  # generous: CI runs this beside DDP gangs and browsers on 2 cores
         while time.monotonic() < deadline:
-            res = run(user_env, "-m", f"127.0.0.1:{port}", "agent", "list", "--json")
+            res = run(user_env, "-m", f"127.0.0.1:{port}", "agent", "list", "--json", timeout=60)
             if res.returncode == 0 and json.loads(res.stdout)["agents"]:
                 break
+            assert proc.poll() is None, f"up --foreground exited with {proc.returncode}:\n{tail()}"
             time.sleep(0.5)
         else:
-            raise AssertionError("the foreground cluster did not come up")
-        spec = httpx.get(f"http://127.0.0.1:{port}/api/v1/openapi.json").json()
+            raise AssertionError(f"the foreground cluster did not come up; its output:\n{tail()}")
+        spec = httpx.get(f"http://127.0.0.1:{port}/api/v1/openapi.json", timeout=30).json()
         assert "/api/v1/experiments" in spec["paths"] and spec["info"]["title"] == "Stalwart master"
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(30)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise AssertionError(f"up --foreground did not stop within 60 s of Ctrl-C; its output:\n{tail()}")
+    assert proc.returncode in (0, 130), tail()
     assert run(user_env, "-m", f"127.0.0.1:{port}", "e", "list").returncode == 6
 
 
