@@ -31,6 +31,8 @@ def up(port, slots, foreground, config_file) -> None:
         pool = cfg.default_compute_pool
         config_file = str(pathlib.Path(config_file).resolve())
     if foreground:
+        # Ctrl-C must work even when a launching script left SIGINT ignored (`cmd &` without job control).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         output.info(f"Starting master and agent in the foreground (state in {homes.home()}); Ctrl-C stops them.")
     rec = local_cluster.start(port=port, slots=slots, foreground=foreground, config=config_file, pool=pool)
     if foreground:
