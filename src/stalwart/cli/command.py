@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import base64
 import pathlib
-import time
 
 import click
 import yaml
 
-from stalwart.api.errors import ConfigError, InvalidRequest, MasterUnavailable
+from stalwart.api.errors import ConfigError, InvalidRequest
 from stalwart.cli import output
 from stalwart.cli.base import AliasedGroup, client_of, json_option
-from stalwart.cli.follow import format_line
+from stalwart.cli.follow import follow_logs
 from stalwart.cli.jobs import set_command
 from stalwart.config import apply_overrides
 from stalwart.context import pack_context
@@ -85,18 +84,7 @@ def list_(ctx, show_all, as_json) -> None:
 
 
 def _follow(client, cmd_id: int, follow: bool) -> None:
-    last = 0
-    while True:
-        try:
-            for entry in client.stream_lines(f"/tasks/{cmd_id}/logs", follow=str(follow).lower(), after_id=last):
-                last = entry["id"]
-                print(format_line(entry), flush=True)
-            return
-        except MasterUnavailable as err:
-            if not follow:
-                raise
-            output.info(f"{err}; reconnecting...")
-            time.sleep(1.0)
+    follow_logs(client, f"/tasks/{cmd_id}/logs", follow)
 
 
 @command.command("logs")

@@ -29,10 +29,15 @@ def format_line(entry: dict) -> str:
 
 def follow_trial_logs(client: Client, trial_id: int, follow: bool = True) -> None:
     """Print the trial's logs; with follow, reconnect after a master restart and keep going."""
+    follow_logs(client, f"/trials/{trial_id}/logs", follow)
+
+
+def follow_logs(client: Client, path: str, follow: bool = True) -> None:
+    """Print a log stream (`path`: a trial's or a task's logs); with follow, reconnect after a master restart."""
     last = 0
     while True:
         try:
-            for entry in client.stream_lines(f"/trials/{trial_id}/logs", follow=str(follow).lower(), after_id=last):
+            for entry in client.stream_lines(path, follow=str(follow).lower(), after_id=last):
                 last = entry["id"]
                 print(format_line(entry), flush=True)
             return
