@@ -8,8 +8,10 @@ and trial 1 also with LONG training points {loss}. The same numbers go into both
   `metrics` / `latest_metrics` tables (its secondary indexes dropped for the load and rebuilt after);
   then `mlflow server` starts on it (the bench/metrics.py helpers; it waits until both servers are idle).
 
-Measured in Debian's Chromium through Playwright, a fresh browser context per load ("cold": nothing cached) and
-then the same URL again in that context ("warm": static files cached). Time = performance.now() (from the start
+Measured in Debian's Chromium through Playwright, a fresh browser context per load ("cold": nothing cached in the
+browser) and then the same URL again in that context ("warm": static files cached). The master's series response
+cache (keyed by the data's version) is on, as shipped, so after the discarded warm-up round it answers the charts
+from memory; `--no-cache` runs the master with that cache off, every chart computed afresh from SQLite. Time = performance.now() (from the start
 of navigation) when the page has drawn, checked every animation frame:
 - Stalwart experiment page: the learning-curve chart drawn with points and the trials table has rows.
 - MLflow experiment page (runs, chart view, /#/experiments/ID/runs?compareRunsMode=CHART): the runs grid has
@@ -65,6 +67,14 @@ ML_DRAWN = """(minCharts, needRows) => { const plots = [...document.querySelecto
   const drawn = plots.length >= minCharts && plots.every(p => [...p.querySelectorAll('path.js-line')]
     .some(l => (l.getAttribute('d') || '').length > 20));
   return drawn && (!needRows || document.querySelectorAll('.ag-center-cols-container .ag-row').length > 0); }"""
+
+# What was on the page when it counted as drawn (kept per load in --json, summarised in the printout).
+DRAWN_INFO = """() => ({series: document.querySelector('#curves')?.dataset.series,
+  points: document.querySelector('#chart-training')?.dataset.points ?? document.querySelector('#curves')?.dataset.points,
+  rows: document.querySelectorAll('#trials tbody tr[data-key]').length,
+  ml_charts: document.querySelectorAll('.js-plotly-plot').length,
+  ml_traces: document.querySelectorAll('.js-plotly-plot .trace').length,
+  ml_rows: document.querySelectorAll('.ag-center-cols-container .ag-row').length})"""
 
 
 def hparams(i: int) -> dict:
@@ -244,9 +254,7 @@ def timed_load(ctx, url: str, condition: str, arg, timeout_s: float) -> dict:
     slow = page.evaluate("""() => performance.getEntriesByType('resource')
       .filter(e => e.name.includes('api/')).map(e => [e.name.split('?')[0].split('/').slice(-3).join('/'), Math.round(e.duration)])
       .sort((a, b) => b[1] - a[1]).slice(0, 2)""")
-    info = page.evaluate("""() => ({series: document.querySelector('#curves')?.dataset.series,
-      points: document.querySelector('#chart-training')?.dataset.points ?? document.querySelector('#curves')?.dataset.points,
-      ml_traces: document.querySelectorAll('.js-plotly-plot .trace').length})""")
+    info = page.evaluate(DRAWN_INFO)
     page.close()
     return {"ms": ms, "slowest_api": slow, **info}
 
@@ -342,6 +350,7 @@ def main() -> int:
                       (f"{m_url}/#/experiments/{theirs['experiment_id']}/runs/{theirs['run_id']}/model-metrics", ML_DRAWN, [3, False])],
         }
         results: dict = {p: {"stalwart": [], "mlflow": []} for p in pages}
+        load_avg = {"before": os.getloadavg()}  # other work on the machine slows both systems alike; recorded
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
             for r in range(args.rounds + 1):
@@ -357,9 +366,12 @@ def main() -> int:
             if args.shots:
                 screenshots(browser, args.shots, pages)
             browser.close()
-        summary = report(results)
+        load_avg["after"] = os.getloadavg()
+        summary = report(results, args.long)
+        print("load average (1, 5, 15 min) before the rounds: %.2f %.2f %.2f, after: %.2f %.2f %.2f (%d cores)"
+              % (*load_avg["before"], *load_avg["after"], os.cpu_count()))
         if args.json:
-            args.json.write_text(json.dumps({"load": {"stalwart": ours, "mlflow": theirs}, "index": status,
+            args.json.write_text(json.dumps({"load": {"stalwart": ours, "mlflow": theirs}, "index": status, "load_avg": load_avg,
                                              "results": results, "summary": summary}, indent=1, default=str))
         return 0 if all(s["meets"] for s in summary.values()) else 1
     finally:
@@ -369,7 +381,7 @@ def main() -> int:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def report(results: dict) -> dict:
+def report(results: dict, long: int) -> dict:
     summary = {}
     print(f"\n{'page':>10} {'cache':>5} {'stalwart ms':>12} {'mlflow ms':>10} {'ratio':>7}   (medians; ratio = median of per-round ratios)")
     for name, r in results.items():
@@ -386,12 +398,14 @@ def report(results: dict) -> dict:
             print(f"{name:>10} {cache:>5} {fmt(mo):>12} {fmt(mt):>10} {ratio if ratio else float('nan'):7.1f}"
                   f"   {'meets' if meets else 'MISSES'} (< 1000 ms and >= 5x)")
     last = results["experiment"]["stalwart"][-1]["warm"]
-    print(f"\nstalwart experiment page drew {last.get('series')} trial curves; slowest API calls: {last.get('slowest_api')}")
+    print(f"\nstalwart experiment page drew {last.get('series')} trial curves and {last.get('rows')} table rows; "
+          f"slowest API calls: {last.get('slowest_api')}")
     last = results["trial"]["stalwart"][-1]["warm"]
-    print(f"stalwart trial page drew {last.get('points')} of the {'100,000'}-point series' points; slowest: {last.get('slowest_api')}")
+    print(f"stalwart trial page drew {last.get('points')} of the {long:,}-point series' points; slowest: {last.get('slowest_api')}")
     for name in results:
         m = results[name]["mlflow"][-1]["warm"]
-        print(f"mlflow {name} page: {m.get('ml_traces')} plotted traces; slowest API calls: {m.get('slowest_api')}")
+        print(f"mlflow {name} page: {m.get('ml_charts')} charts, {m.get('ml_traces')} plotted traces, {m.get('ml_rows')} "
+              f"grid rows rendered; slowest API calls: {m.get('slowest_api')}")
     return summary
 
 
