@@ -6,6 +6,9 @@ Run from the repository root (peers: `.venv/bin/pip install optuna "ray[tune]" o
                                      [--budget 32] [--extend 4] [--procs 2] [--methods a,b] [--skip-cost]
                                      [--json PATH]
 
+(`--workers 4` with all methods takes ~25 min here; at W = 32 the wall-clock budget gives Optuna's
+pruners ~10,000 TPE trials a run, which takes hours: run W = 32 with `--methods` leaving them out.)
+
 Part 1, search quality. The LCBench surrogate (`/work/shared/data/yahpo-lcbench`, YAHPO Gym's ONNX
 model, loaded directly with onnxruntime: YAHPO Gym's own package pins numpy<2 and would downgrade
 the project's venv) maps (OpenML task, 7 hyperparameters, epoch 1..52) to validation accuracy and
