@@ -336,11 +336,11 @@ def run_method(name: str, task: str, seed: int, workers: int, budget_full: int, 
     }
 
 
-def run_cell(args: tuple) -> tuple[list[dict], float]:
+def run_cell(args: tuple) -> list[dict]:
     """Every method in one (task, seed, W) cell for `limit` simulated seconds (the budget, or more)."""
     task, seed, workers, budget_full, limit, methods = args
     surrogate = Surrogate()
-    return [run_method(m, task, seed, workers, budget_full, surrogate, limit) for m in methods], limit
+    return [run_method(m, task, seed, workers, budget_full, surrogate, limit) for m in methods]
 
 
 # -- reporting ----------------------------------------------------------------------------------------
@@ -380,10 +380,9 @@ def fmt(x: float, digits: int = 2) -> str:
     return f"{x:.{digits}f}"
 
 
-def quality_report(runs: list[dict], refs: dict, limits: dict, workers_list: list[int], methods: list[str],
-                   extend: float) -> list[str]:
+def quality_report(runs: list[dict], refs: dict, limits: dict, cell_marks: dict, workers_list: list[int],
+                   methods: list[str], extend: float) -> list[str]:
     lines = []
-    cell_marks = marks(runs, limits, methods)
 
     def cap(t: float) -> float:
         """A mark unreached after `extend` budgets counts as `extend` (a bound in the missing method's favour)."""
@@ -565,7 +564,7 @@ def main() -> None:
             for w in workers_list for task in tasks for seed in range(1, args.seeds + 1)]
     runs: list[dict] = []
     with multiprocessing.get_context("fork").Pool(args.procs) as p:
-        for cell_runs, _ in p.imap(run_cell, jobs):
+        for cell_runs in p.imap(run_cell, jobs):
             runs += cell_runs
         # time to the marks, measured: whoever has not reached mark A within the budget runs on (same seeds)
         cell_marks = marks(runs, limits, methods)
@@ -576,7 +575,7 @@ def main() -> None:
         ext_jobs = [(task, seed, w, round(args.budget * w), args.extend * limits[(task, w)], ms)
                     for (task, seed, w), ms in sorted(late.items())]
         by = {(r["method"], r["task"], r["seed"], r["workers"]): r for r in runs}
-        for job, (cell_runs, _) in zip(ext_jobs, p.imap(run_cell, ext_jobs), strict=True):
+        for job, cell_runs in zip(ext_jobs, p.imap(run_cell, ext_jobs), strict=True):
             for ext in cell_runs:
                 by[(ext["method"], job[0], job[1], job[2])]["trace_ext"] = ext["trace"]
     extended = sum(len(ms) for ms in late.values())
@@ -590,7 +589,7 @@ def main() -> None:
            f"up to {args.extend:g} budgets",
            "task bests (ref): " + ", ".join(f"{t} {refs[t]:.2f}" for t in tasks),
            "median full-training time (s, simulated): " + ", ".join(f"{t} {pool[t][1]:.0f}" for t in tasks), ""]
-    out += quality_report(runs, refs, limits, workers_list, methods, args.extend)
+    out += quality_report(runs, refs, limits, cell_marks, workers_list, methods, args.extend)
     failed = [f"{r['method']}/{r['task']}/{r['seed']}/W{r['workers']}" for r in runs if r["failed"]]
     out.append(f"runs whose search ended in failure: {len(failed)} {' '.join(failed)}")
     out.append("median real CPU seconds per run: " + ", ".join(f"{m} {cpu[m]:.1f}" for m in methods))
