@@ -45,8 +45,11 @@ _HALVING = {
     # null unless set: 0.38 ASHA is stop-based; an explicit `false` asks for 0.37's promotions
     "stop_once": Field(boolean()),
 }
+# where new trials' hyperparameters come from: random draws (Determined's), or Optuna's TPE fed with rung results
+_HALVING_SAMPLER = {"sampler": Field(choice("random", "tpe"), default="random")}
 _ASHA = {
     **_MAX_TRIALS,
+    **_HALVING_SAMPLER,
     "mode": Field(choice("standard", "aggressive", "conservative"), default="standard"),
     "max_rungs": Field(integer(minimum=1), default=5),
     "bracket_rungs": Field(list_of(integer(minimum=1)), default=list),
@@ -94,6 +97,7 @@ _VARIANTS: dict[str, dict[str, Field]] = {
     "async_halving": {
         "num_rungs": Field(integer(minimum=1), required=True),
         **_MAX_TRIALS,
+        **_HALVING_SAMPLER,
         **_HALVING,
         **_CONCURRENCY,
         **_TIME,

@@ -43,6 +43,12 @@ Tournament (`adaptive_asha`):
    to the first brackets.
 5. Every bracket runs the algorithm above; events go to the bracket that created the trial.
    Progress is the mean of the brackets' progress; `Shutdown` when every bracket is done.
+
+Model-based sampling (Stalwart's, not Determined's): with `searcher.sampler: tpe` the brackets share
+one `model_sampler.OptunaModel`: each new trial's hyperparameters are asked of Optuna's TPE instead
+of drawn at random, and every rung result is told to it (an intermediate value at the rung's length;
+COMPLETE at the last rung, PRUNED when stopped below it, FAIL with no result). Everything else above
+is unchanged; the default `sampler: random` draws exactly as Determined does.
 """
 
 from __future__ import annotations
@@ -118,6 +124,17 @@ def plan_brackets(searcher: Mapping, total: int) -> tuple[list[int], list[int], 
     return rungs, trials, bracket_max_concurrent(mct, divisor, trials)
 
 
+def draw_trial(ctx: SearchContext, space: HParamSpace, model: Any) -> tuple[str, dict, int]:
+    """(request id, hyperparameters, seed) of a new trial: drawn at random (Determined's order of draws), or
+    asked of the model."""
+    if model is None:
+        hparams = space.sample(ctx.rng)
+        seed = ctx.trial_seed()
+        return ctx.new_request_id(), hparams, seed
+    rid = ctx.new_request_id()
+    return rid, model.ask(rid), ctx.trial_seed()
+
+
 def _metric_of(entry: list) -> float:
     return entry[0]
 
@@ -150,6 +167,7 @@ class Bracket:
         self.invalid = 0
         self.exited_valid = 0
         self.errored = 0
+        self.model: Any = None  # an OptunaModel shared by the brackets with `sampler: tpe`, else random draws
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -165,9 +183,7 @@ class Bracket:
         return rid in self.trial_rung and rid not in self.stopped and rid not in self.exited
 
     def create(self) -> Create:
-        hparams = self.space.sample(self.ctx.rng)
-        seed = self.ctx.trial_seed()
-        rid = self.ctx.new_request_id()
+        rid, hparams, seed = draw_trial(self.ctx, self.space, self.model)
         self.trial_rung[rid] = 0
         return Create(rid, hparams, seed, self.total)
 
@@ -189,12 +205,18 @@ class Bracket:
         while rung_index < self.num_rungs and time >= self.units[rung_index]:
             rung = self.rungs[rung_index]
             pos = _insert(rung, metric, rid)
+            if self.model is not None:
+                self.model.report(rid, self.units[rung_index], metric)
             if rung_index == self.num_rungs - 1:
                 actions.append(self._stop(rid))
+                if self.model is not None:
+                    self.model.finish(rid, "COMPLETE", metric)
                 break
             keep = max(int(len(rung) // self.divisor), 1)
             if pos >= keep:
                 actions.append(self._stop(rid))
+                if self.model is not None:
+                    self.model.finish(rid, "PRUNED")
                 break
             rung_index += 1
             self.trial_rung[rid] = rung_index
@@ -210,6 +232,8 @@ class Bracket:
         if rid not in self.trial_rung or rid in self.exited:
             return []
         self.exited.add(rid)
+        if self.model is not None:  # a no-op for a trial already told (stopped, finished or closed out)
+            self.model.close(rid, invalid=how is TrialExit.INVALID_HP)
         if how is TrialExit.INVALID_HP:
             for rung in self.rungs[: self.trial_rung[rid] + 1]:
                 rung[:] = [entry for entry in rung if entry[1] != rid]
@@ -263,13 +287,16 @@ class Bracket:
 class Tournament(SearchMethod):
     """Brackets side by side; each event goes to the bracket that created the trial."""
 
-    def __init__(self, ctx: SearchContext, reader: MetricReader, brackets: list[Any]) -> None:
+    def __init__(self, ctx: SearchContext, reader: MetricReader, brackets: list[Any], model: Any = None) -> None:
         self.ctx = ctx
         self.reader = reader
         self.brackets = brackets
         self.owner: dict[str, int] = {}
         self.started = False
         self.shutdown = False
+        self.model = model
+        for bracket in brackets:
+            bracket.model = model
 
     def _route(self, index: int, actions: list[Action]) -> list[Action]:
         for action in actions:
@@ -335,6 +362,7 @@ class Tournament(SearchMethod):
             "shutdown": self.shutdown,
             "owner": [[rid, i] for rid, i in self.owner.items()],
             "brackets": [b.state() for b in self.brackets],
+            **({"model": self.model.state()} if self.model is not None else {}),
         }
 
     def restore(self, snapshot: dict) -> None:
@@ -344,6 +372,8 @@ class Tournament(SearchMethod):
         self.owner = {str(rid): int(i) for rid, i in snapshot["owner"]}
         for bracket, state in zip(self.brackets, snapshot["brackets"], strict=True):
             bracket.load(state)
+        if self.model is not None:
+            self.model.load(snapshot.get("model") or [])
 
 
 def async_halving(config: Mapping, space: HParamSpace, total: int, time_metric: str,
@@ -358,7 +388,8 @@ def async_halving(config: Mapping, space: HParamSpace, total: int, time_metric: 
     bracket = bracket_cls(ctx, space, num_rungs=num_rungs, divisor=float(searcher.get("divisor") or 4),
                           max_trials=int(searcher["max_trials"]), max_concurrent=16 if mct is None else int(mct),
                           total=total)
-    return Tournament(ctx, MetricReader.from_config(config, time_metric), [bracket])
+    reader = MetricReader.from_config(config, time_metric)
+    return Tournament(ctx, reader, [bracket], sampler_model(searcher, ctx, space))
 
 
 def adaptive_asha(config: Mapping, space: HParamSpace, total: int, time_metric: str,
@@ -371,4 +402,21 @@ def adaptive_asha(config: Mapping, space: HParamSpace, total: int, time_metric: 
         bracket_cls(ctx, space, num_rungs=r, divisor=divisor, max_trials=n, max_concurrent=c, total=total)
         for r, n, c in zip(rungs, trials, concurrency, strict=True)
     ]
-    return Tournament(ctx, MetricReader.from_config(config, time_metric), brackets)
+    reader = MetricReader.from_config(config, time_metric)
+    return Tournament(ctx, reader, brackets, sampler_model(searcher, ctx, space))
+
+
+HALVING_SAMPLERS = ("random", "tpe")
+
+
+def sampler_model(searcher: Mapping, ctx: SearchContext, space: HParamSpace) -> Any:
+    """None for `sampler: random` (the default: Determined's random draws), else the shared model."""
+    sampler = searcher.get("sampler") or "random"
+    if sampler == "random":
+        return None
+    if sampler not in HALVING_SAMPLERS:
+        message = f"searcher.sampler: expected one of {', '.join(HALVING_SAMPLERS)}, got {sampler!r}"
+        raise ConfigError(message, details=[message])
+    from stalwart.searcher.model_sampler import OptunaModel
+
+    return OptunaModel(space, ctx.rng, sampler, what="searcher.sampler: 'tpe'")

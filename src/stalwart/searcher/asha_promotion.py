@@ -26,14 +26,18 @@ searchers (`stalwart.searcher.asha`); what differs is how a trial moves between 
 * Progress as the stop-based searcher (`rung0_count / (1.2 max_trials)`, then at least
   `closed_valid / max_trials`). `Shutdown` when every trial is closed and every running one has
   exited; a failure when every valid trial errored.
+* `sampler: tpe`: new trials are asked of the tournament's OptunaModel, which is told every rung
+  result; a paused trial stays RUNNING there until it finishes (COMPLETE) or is closed out (PRUNED).
 """
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping
+from typing import Any
 
 from stalwart.searcher._common import WORST, SearchContext, clamp_progress, rung_units
+from stalwart.searcher.asha import draw_trial
 from stalwart.searcher.base import Action, Create, Pause, Resume, Stop, TrialExit
 from stalwart.searcher.space import HParamSpace
 
@@ -74,6 +78,7 @@ class PromotionBracket:
         self.n_running = 0
         self.n_finished = 0  # closed and exited
         self.closed_upto = 0  # rungs below this were closed out
+        self.model: Any = None  # the tournament's OptunaModel with `sampler: tpe`, else random draws
 
     # -- bookkeeping --------------------------------------------------------------------------
 
@@ -110,9 +115,7 @@ class PromotionBracket:
                 self.closed_valid += 1
 
     def create(self) -> Create:
-        hparams = self.space.sample(self.ctx.rng)
-        seed = self.ctx.trial_seed()
-        rid = self.ctx.new_request_id()
+        rid, hparams, seed = draw_trial(self.ctx, self.space, self.model)
         self.trial_rung[rid] = 0
         self._set(rid, RUNNING)
         self.outstanding[0] += 1
@@ -150,10 +153,14 @@ class PromotionBracket:
         actions: list[Action] = []
         self.outstanding[rung_index] -= 1
         alive = rid not in self.early_exit
+        if self.model is not None and alive:
+            self.model.report(rid, self.units[rung_index], metric)
         if rung_index == self.num_rungs - 1:
             self._insert(rung_index, metric, rid)
             if alive:
                 actions.append(Stop(rid))
+                if self.model is not None:
+                    self.model.finish(rid, "COMPLETE", metric)
             self._close(rid)
             return actions
         if alive:
@@ -183,6 +190,8 @@ class PromotionBracket:
                 if rid not in self.early_exit:
                     actions.append(Stop(rid))
                     self.exited_valid += 1
+                if self.model is not None:
+                    self.model.finish(rid, "PRUNED")
                 self._close(rid)
                 self._exit(rid)
             self.closed_upto += 1
@@ -213,6 +222,8 @@ class PromotionBracket:
             return []
         if status == PAUSED and how in (TrialExit.COMPLETED, TrialExit.USER_REQUESTED_STOP):
             return []  # the run a Pause ended; the master should not report it, but tolerate it
+        if self.model is not None:  # a no-op for a trial already told (stopped, finished or closed out)
+            self.model.close(rid, invalid=how is TrialExit.INVALID_HP)
         if how is TrialExit.INVALID_HP:
             if status == RUNNING:
                 self.outstanding[self.trial_rung[rid]] -= 1

@@ -45,7 +45,7 @@ def drive(search, n_exits):
 
 def test_space_maps_to_optuna_distributions_and_back():
     s = optuna_search()
-    d = s.distributions
+    d = s.model.distributions
     assert set(d) == {"lr", "width", "drop", "act", "model.depth"}
     assert d["lr"].log and d["lr"].low == pytest.approx(1e-4) and d["lr"].high == pytest.approx(0.1)
     assert (d["width"].low, d["width"].high) == (8, 64)
@@ -69,14 +69,14 @@ def test_same_seed_same_trials_and_the_search_finishes(sampler):
     assert len(live) == 1
     s.on_validation_completed(live[0].request_id, {"loss": 0.5}, 100)
     assert s.on_trial_exited(live[0].request_id, TrialExit.COMPLETED) == [Shutdown(failure=False, reason="")]
-    states = [t.state.name for t in s.study.trials]
+    states = [t.state.name for t in s.model.study.trials]
     assert states == ["COMPLETE"] * 4
 
 
 def test_tpe_uses_the_history():
     s = optuna_search(max_trials=60)
     live, _ = drive(s, 40)
-    best = min(t.value for t in s.study.trials if t.value is not None)
+    best = min(t.value for t in s.model.study.trials if t.value is not None)
     assert best < 0.35  # far better than a typical random point of this objective
 
 
@@ -107,12 +107,12 @@ def test_failed_and_invalid_trials_are_told_fail_and_invalid_is_replaced():
     assert [a.request_id for a in out if isinstance(a, Create)] == ["4"]
     s.on_trial_exited("2", TrialExit.ERRORED)
     s.on_trial_exited("3", TrialExit.COMPLETED)  # no metric reported: FAIL
-    assert [t.state.name for t in s.study.trials] == ["FAIL", "FAIL", "FAIL", "RUNNING"]
+    assert [t.state.name for t in s.model.study.trials] == ["FAIL", "FAIL", "FAIL", "RUNNING"]
 
 
 def test_bigger_is_better_maximises():
     s = optuna_search(smaller_is_better=False)
-    assert s.study.direction.name == "MAXIMIZE"
+    assert s.model.study.direction.name == "MAXIMIZE"
 
 
 def test_a_bad_sampler_and_a_missing_optuna_are_clear_config_errors(monkeypatch):
