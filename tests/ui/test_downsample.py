@@ -128,3 +128,28 @@ def test_extend_equals_adding_one_by_one():
     assert a.points() == b.points() and a.width == b.width
     assert (a.n, a.min_x, a.min_y, a.max_x, a.max_y, a.last_x, a.first_x, a.t_lo, a.t_hi) == \
            (b.n, b.min_x, b.min_y, b.max_x, b.max_y, b.last_x, b.first_x, b.t_lo, b.t_hi)
+
+
+def test_a_dense_series_gets_more_leaves_up_to_the_limit_and_keeps_leaf_extremes():
+    pts = [(s, math.sin(s / 7.0) + (50.0 if s == 12_345 else 0.0), float(s)) for s in range(1, 20_001)]
+    dense = SeriesSummary(leaves=64, max_leaves=256, density=8)
+    for x, y, t in pts:
+        dense.add(x, y, t)
+    assert dense.cap == 256 and dense.nbytes() == 6 * 256 * 8
+    w = dense.width
+    assert dense.resolution() == w and w * 256 > 20_000 >= w * 128  # as fine as 256 leaves allow
+    kept = dense.points()
+    assert (12_345, pts[12_344][1], 12_345.0) in kept
+    for leaf in range(0, 20_000 // w + 1, 13):
+        members = [p for p in pts if int(p[0] // w) == leaf]
+        mine = [p for p in kept if int(p[0] // w) == leaf]
+        assert members and min(p[1] for p in members) == min(p[1] for p in mine)
+        assert max(p[1] for p in members) == max(p[1] for p in mine)
+    # fewer than `density` points a leaf: the leaves widen instead (and a plain summary never grows)
+    sparse = SeriesSummary(leaves=64, max_leaves=256, density=8)
+    plain = SeriesSummary(leaves=64)
+    for x, y, t in pts[::50]:
+        sparse.add(x * 50, y, t)
+        plain.add(x * 50, y, t)
+    assert sparse.cap == plain.cap == 64 and sparse.points() == plain.points()
+    assert SeriesSummary(leaves=64).resolution() == 0.0  # raw: nothing merged

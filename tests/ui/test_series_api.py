@@ -78,6 +78,37 @@ def test_trial_series_downsamples_and_keeps_extremes(client, tmp_path):
     assert ep["x"][-1] == 1.0 and ep["raw_points"] == 20
 
 
+def test_a_long_series_shown_whole_comes_from_the_index_with_its_extremes(client, tmp_path):
+    c, app = client
+    _, (tid, other, _) = _experiment(app, tmp_path)
+
+    def value(s):
+        return 100.0 if s == 31_111 else (-100.0 if s == 40_000 else math.sin(s / 10.0))
+
+    _metrics(app, tid, "training", 60_000, value)
+    _metrics(app, other, "training", 60_000, value)
+    idx = app.state.metrics_index
+    idx.build()
+    url = f"/api/v1/trials/{tid}/metrics/series"
+    params = {"group": "training", "metric": "loss", "max_points": 1000}
+    whole = c.get(url, params=params).json()
+    assert whole["source"] == "summary" and whole["raw_points"] == 60_000 and whole["downsampled"]
+    assert 100.0 in whole["y"] and -100.0 in whole["y"] and whole["x"][whole["y"].index(100.0)] == 31_111
+    assert all(y == value(x) for x, y in zip(whole["x"], whole["y"]))  # real points at their own x
+    assert whole["x"] == sorted(whole["x"]) and 500 <= whole["points"] <= 1000
+    assert max(y for y in whole["y"] if abs(y) < 2) > 0.99 and min(y for y in whole["y"] if abs(y) < 2) < -0.99
+    # the same chart read from the rows has the same extremes
+    rows = c.get(url, params={**params, "x_min": 1, "x_max": 60_000}).json()
+    assert rows["source"] == "raw" and max(rows["y"]) == max(whole["y"]) and min(rows["y"]) == min(whole["y"])
+    # a finer chart than the leaves allow, a zoom, and the time axis read the rows
+    assert c.get(url, params={**params, "max_points": 10_000}).json()["source"] == "raw"
+    assert c.get(url, params={**params, "x": "time"}).json()["source"] == "raw"
+    # a trial re-running over its points is read from the rows until it is rebuilt
+    idx.trials[other].dirty = True
+    again = c.get(f"/api/v1/trials/{other}/metrics/series", params=params).json()
+    assert again["source"] == "raw" and 100.0 in again["y"] and again["raw_points"] == 60_000
+
+
 def test_series_bad_input_is_a_clear_400_or_404(client, tmp_path):
     c, app = client
     exp_id, (tid, *_rest) = _experiment(app, tmp_path)

@@ -108,16 +108,20 @@ _NAN = float("nan")
 class SeriesSummary:
     """Mergeable summary of one series over x = steps: count, min, max, last, and min/max points per leaf.
 
-    Points may arrive in any order. Up to `leaves` points are kept raw; beyond that they are folded into at
-    most `leaves` equal-width buckets whose width doubles when x outgrows them, each keeping its min and its
-    max point exactly (x, y, t). Memory is bounded: 6 doubles per leaf.
+    Points may arrive in any order. Up to `leaves` points are kept raw; beyond that they are folded into
+    equal-width buckets (leaves), each keeping its min and its max point exactly (x, y, t). When x outgrows
+    the leaves, a dense series (at least `density` points a leaf) gets twice as many leaves, up to
+    `max_leaves`, so that long series keep enough detail for a chart of their own; otherwise the leaf width
+    doubles. Memory is bounded: 6 doubles per leaf.
     """
 
-    __slots__ = ("cap", "n", "min_x", "min_y", "max_x", "max_y", "last_x", "last_y", "first_x", "t_lo", "t_hi", "raw",
-                 "leaf", "width")
+    __slots__ = ("cap", "max_cap", "density", "n", "min_x", "min_y", "max_x", "max_y", "last_x", "last_y", "first_x",
+                 "t_lo", "t_hi", "raw", "leaf", "width")
 
-    def __init__(self, leaves: int = 256) -> None:
+    def __init__(self, leaves: int = 256, max_leaves: int | None = None, density: int = 48) -> None:
         self.cap = leaves
+        self.max_cap = leaves if max_leaves is None else max(leaves, max_leaves)
+        self.density = density
         self.n = 0
         self.min_x = self.min_y = self.max_x = self.max_y = self.last_x = self.last_y = None
         self.first_x = self.t_lo = self.t_hi = None  # smallest x, and the range of report times
@@ -169,7 +173,7 @@ class SeriesSummary:
         self.t_lo, self.t_hi = min(self.t_lo, min(ts)), max(self.t_hi, max(ts))
         top = max(xs)
         while top // self.width >= self.cap:
-            self._coarsen()
+            self._make_room()
         leaf, w = self.leaf, self.width
         for x, y, t in zip(xs, ys, ts):
             k = 6 * int(x // w)
@@ -195,13 +199,25 @@ class SeriesSummary:
         """Fold a min point and a max point that lie in one leaf (a single point is both)."""
         j = int(mn[0] // self.width)
         while j >= self.cap:
-            self._coarsen()
+            self._make_room()
             j = int(mn[0] // self.width)
         leaf, k = self.leaf, 6 * max(j, 0)
         if math.isnan(leaf[k]) or mn[1] < leaf[k + 1]:
             leaf[k], leaf[k + 1], leaf[k + 2] = mn
         if math.isnan(leaf[k + 3]) or mx[1] > leaf[k + 4]:
             leaf[k + 3], leaf[k + 4], leaf[k + 5] = mx
+
+    def _make_room(self) -> None:
+        """x outgrew the leaves: twice as many leaves for a dense series (while under max_leaves), else wider ones."""
+        if self.cap < self.max_cap and self.n >= self.density * self.cap:
+            self.leaf.extend(array("d", [_NAN]) * (6 * self.cap))
+            self.cap *= 2
+        else:
+            self._coarsen()
+
+    def resolution(self) -> float:
+        """The x distance (steps) within which points may have been merged: 0 while every point is kept."""
+        return 0.0 if self.raw is not None else float(self.width)
 
     def _coarsen(self) -> None:
         old = self.leaf

@@ -196,7 +196,10 @@ class StillIndexing(StalwartError):
 async def trial_series(request: Request, trial_id: int, group: str = "validation", metric: str | None = None,
                        max_points: int = 2000, x: str = "batches", x_min: float | None = None,
                        x_max: float | None = None) -> Response:
-    """One series, at most max_points points (M4: first, last, min and max of equal-width x buckets)."""
+    """One series, at most max_points points (M4: first, last, min and max of equal-width x buckets).
+
+    A long series shown whole comes from the metrics index when its leaves are as fine as the buckets
+    (then M4 runs over each leaf's min and max point; no row is read), else from the rows."""
     _check(x, max_points)
     idx = getattr(request.app.state, "metrics_index", None)
     if idx is not None:
@@ -205,17 +208,31 @@ async def trial_series(request: Request, trial_id: int, group: str = "validation
     key = None if version is None else ("trial", trial_id, group, metric, max_points, x, x_min, x_max, version)
     cache = _cache(request)
     body = cache.get(key) or cache.put(key, await run_in_threadpool(
-        _trial_series, master(request), trial_id, group, metric, max_points, x, x_min, x_max))
+        _trial_series, master(request), trial_id, group, metric, max_points, x, x_min, x_max,
+        idx if idx is not None and idx.ready else None))
     return Response(body, media_type="application/json")
 
 
-def _trial_series(m: Master, trial_id: int, group: str, metric: str | None, max_points: int, x: str, x_min, x_max):
+def _from_summary(idx, trial_id: int, group: str, metric: str, n_buckets: int) -> tuple[list, int] | None:
+    """(points, raw count) of a whole series from the metrics index, when its leaves are at least as fine as
+    the chart's buckets (every leaf's min and max point, at their own x: extremes stay visible); else None."""
+    with idx.reading():
+        s = idx.chart_summary(trial_id, group, metric)
+        if s is None or s.n <= 4 * n_buckets or s.raw is not None:
+            return None  # short series: reading the rows is cheap and exact
+        if s.resolution() > (s.last_x - s.first_x) / n_buckets:
+            return None
+        return [(x, t, y) for x, y, t in s.points()], s.n
+
+
+def _trial_series(m: Master, trial_id: int, group: str, metric: str | None, max_points: int, x: str, x_min, x_max,
+                  idx=None):
     with m.db.begin() as conn:
         trial = Master.get_row(conn, t.trials, trial_id, "trial")
         names = metric_names(conn, trial_id, group)
         metric = metric or (names[0] if names else None)
         out = {"trial_id": trial_id, "group": group, "metric": metric, "x_axis": x, "metrics": names,
-               "raw_points": 0, "points": 0, "downsampled": False, "x": [], "y": []}
+               "raw_points": 0, "points": 0, "downsampled": False, "source": "raw", "x": [], "y": []}
         if metric is None:
             return _dumps(out)
         factor = 1.0
@@ -223,16 +240,25 @@ def _trial_series(m: Master, trial_id: int, group: str, metric: str | None, max_
             exp = Master.get_row(conn, t.experiments, trial["experiment_id"], "experiment")
             factor = epoch_factor(exp["config"], trial["hparams"])
         lo_s, hi_s = _steps_range(x, factor, x_min, x_max)
-        points = raw_points(conn, [trial_id], group, metric, lo_s, hi_s)[trial_id]
+        n_buckets = max(1, max_points // 4)
+        whole = x != "time" and x_min is None and x_max is None
+        found = _from_summary(idx, trial_id, group, metric, n_buckets) if idx is not None and whole else None
+        if found is None:
+            points = raw_points(conn, [trial_id], group, metric, lo_s, hi_s)[trial_id]
+            raw_count = len(points)
+        else:
+            points, raw_count = found
+            out["source"] = "summary"
     xs = _xs(points, x, factor)
     ys = [p[2] for p in points]
     if x == "time":
         keep = [i for i in range(len(xs)) if (x_min is None or xs[i] >= x_min) and (x_max is None or xs[i] <= x_max)]
         keep.sort(key=xs.__getitem__)
         xs, ys = [xs[i] for i in keep], [ys[i] for i in keep]
-    idx = downsample.m4(xs, max(1, max_points // 4), x_min, x_max, ys)
-    out.update(raw_points=len(xs), points=len(idx), downsampled=len(idx) < len(xs),
-               x=[xs[i] for i in idx], y=[ys[i] for i in idx])
+        raw_count = len(xs)
+    keep = downsample.m4(xs, n_buckets, x_min, x_max, ys)
+    out.update(raw_points=raw_count, points=len(keep), downsampled=len(keep) < raw_count,
+               x=[xs[i] for i in keep], y=[ys[i] for i in keep])
     return _dumps(out)
 
 

@@ -39,9 +39,12 @@ class MetricsIndex:
     Built in a background thread at start; until `ready`, callers use their SQL fallbacks.
     """
 
-    def __init__(self, db, leaves: int = 256, min_refresh_s: float = 0.5) -> None:
+    def __init__(self, db, leaves: int = 256, max_leaves: int = 2048, min_refresh_s: float = 0.5) -> None:
         self.db = db
         self.leaves = leaves
+        # Long, dense series (>= 48 points a leaf) keep up to this many leaves (96 KiB): more than 1,024 used,
+        # as fine as the trial chart's 1,000 buckets, so its first drawing reads no rows.
+        self.max_leaves = max_leaves
         self.min_refresh_s = min_refresh_s
         self.trials: dict[int, TrialEntry] = {}
         self.by_exp: dict[int, list[int]] = {}
@@ -147,7 +150,7 @@ class MetricsIndex:
             series = entry.groups.setdefault(group, {})
             s = series.get(name)
             if s is None:
-                s = series[name] = SeriesSummary(self.leaves)
+                s = series[name] = SeriesSummary(self.leaves, self.max_leaves)
             s.extend(xs, ys, ts)
             entry.rows += len(xs)
 
@@ -209,6 +212,13 @@ class MetricsIndex:
     def summary(self, trial_id: int, group: str, metric: str) -> SeriesSummary | None:
         e = self.trials.get(trial_id)
         return e.groups.get(group, {}).get(metric) if e else None
+
+    def chart_summary(self, trial_id: int, group: str, metric: str) -> SeriesSummary | None:
+        """The summary when it may stand in for the rows: None while the trial re-runs over its old points."""
+        e = self.trials.get(trial_id)
+        if e is None or e.dirty:
+            return None
+        return e.groups.get(group, {}).get(metric)
 
     def trial_ids(self, experiment_id: int) -> list[int]:
         return list(self.by_exp.get(experiment_id, ()))
