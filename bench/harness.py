@@ -22,7 +22,18 @@ The time per step is the fastest 100-step chunk's mean step time in the steady w
 warm-up): set-up, the final validation and checkpoint are outside it, while everything the loop
 does per step and per reporting period (every 100 steps) is inside; the fastest chunk is the one
 least slowed down by other processes on this shared 2-core machine. Both the wall clock and the
-process's CPU time are recorded; the verdict uses CPU time (what the loop itself costs).
+process's CPU time are recorded.
+
+Each step is also split (ComputeClock, the same hooks in every runner) into the compute -- the
+model's forward and backward passes and the optimizer's update -- and the rest: the loop, fetching
+the batch, the loss function, zero_grad and whatever the framework does per step and per report.
+The loop's overhead is then the runner's rest minus the plain loop's rest, as a share of the plain
+step, over the whole steady window. Both are measured within the same steps as the compute, so a
+host that runs slower for a while (seen here: pairs of CNN runs seconds apart differing by
+-13..+31%, which buries a 1% target) moves the compute and barely the difference; the
+verdict uses this split, by CPU time. It assumes the framework leaves the compute itself alone:
+the printout shows the compute's runner/plain ratio (noisy, as the step) and the settings seen
+in every training forward pass (threads, CPU autocast, anomaly detection).
 
 Each runner (stalwart in this project's venv; determined and lightning in a separate venv,
 created on first use at --peer-venv with `python3 -m venv` + `pip install torch==2.13.0
@@ -84,16 +95,98 @@ def build(workload: str):
             nn.Conv2d(32, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(32 * 8 * 8, 10))
     y = torch.randint(0, 10, (n,))
     dataset = torch.utils.data.TensorDataset(x, y)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    global CLOCK
+    CLOCK = ComputeClock(torch, model)
+    opt = CLOCK.optimizer(model.parameters(), lr=0.01, momentum=0.9)
     return model, opt, dataset, batch
 
 
+class ComputeClock:
+    """Wall and CPU seconds spent in the model's forward pass, its backward pass and the optimizer's update.
+
+    Installed identically in every runner: forward pre/post hooks on the model; the backward pass from
+    the model's backward pre-hook (its output's gradient is ready) to the last parameter's
+    post-accumulate-grad hook; the update inside SGD.step (a framework's closure, which runs the
+    forward and backward passes, is called first and not counted as update). What a step spends
+    outside these three -- the loop, fetching the batch, the loss function, zero_grad, the framework's
+    own bookkeeping -- is the loop's overhead, measured in the same step as the compute; so a slowdown
+    of the whole machine, which scales both, does not move the difference between two loops.
+    """
+
+    def __init__(self, torch, model) -> None:
+        self.torch = torch
+        self.wall = self.cpu = 0.0
+        self.started: tuple[float, float] | None = None
+        self.backward_from: tuple[float, float] | None = None
+        self.last_grad: tuple[float, float] | None = None
+        self.modes: set[tuple] = set()  # (threads, CPU autocast, anomaly detection) seen in training passes
+        model.register_forward_pre_hook(self._forward_start)
+        model.register_forward_hook(lambda module, args, out: self.stop())
+        model.register_full_backward_pre_hook(self._backward_start)
+        for param in model.parameters():
+            param.register_post_accumulate_grad_hook(self._grad_ready)
+
+    def start(self) -> None:
+        self.started = now()
+
+    def stop(self) -> None:
+        if self.started is not None:
+            wall, cpu = now()
+            self.wall += wall - self.started[0]
+            self.cpu += cpu - self.started[1]
+            self.started = None
+
+    def _forward_start(self, module, args) -> None:
+        t = self.torch
+        if t.is_grad_enabled():  # a training pass (the final validation runs under no_grad)
+            self.modes.add((t.get_num_threads(), t.is_autocast_enabled("cpu"), t.is_anomaly_enabled()))
+        self.close_backward()
+        self.start()
+
+    def _backward_start(self, module, grad_output) -> None:
+        self.backward_from = now()
+        self.last_grad = None
+
+    def _grad_ready(self, param) -> None:
+        self.last_grad = now()
+
+    def close_backward(self) -> None:
+        if self.backward_from is not None and self.last_grad is not None:
+            self.wall += self.last_grad[0] - self.backward_from[0]
+            self.cpu += self.last_grad[1] - self.backward_from[1]
+        self.backward_from = self.last_grad = None
+
+    def optimizer(self, params, **kwargs):
+        clock, torch = self, self.torch
+
+        class TimedSGD(torch.optim.SGD):
+            def step(self, closure=None):
+                loss = None
+                if closure is not None:
+                    with torch.enable_grad():
+                        loss = closure()
+                clock.close_backward()
+                clock.start()
+                super().step()
+                clock.stop()
+                return loss
+
+        return TimedSGD(params, **kwargs)
+
+
+CLOCK: ComputeClock | None = None
 CHUNK = 100  # steps: the reporting period, so every chunk holds one periodic report
 
 
 def now() -> tuple[float, float]:
     """(wall clock, this process's CPU time): CPU time does not count time other processes take."""
     return time.perf_counter(), time.process_time()
+
+
+def stamp() -> tuple[float, float, float, float]:
+    """At the start of a step: (wall, CPU, compute wall so far, compute CPU so far)."""
+    wall, cpu = now()
+    return wall, cpu, CLOCK.wall, CLOCK.cpu
 
 
 def window_time(stamps: list[tuple[float, float]], warmup: int) -> dict:
@@ -108,6 +201,13 @@ def window_time(stamps: list[tuple[float, float]], warmup: int) -> dict:
     for key, col in (("wall", 0), ("cpu", 1)):
         chunks = [(window[i + CHUNK][col] - window[i][col]) / CHUNK for i in range(0, len(window) - CHUNK, CHUNK)]
         out[key] = min(chunks)
+        # the whole window, split: the compute (forward, backward, update) and the rest of each step
+        n = len(window) - 1
+        period = (window[-1][col] - window[0][col]) / n
+        compute = (window[-1][col + 2] - window[0][col + 2]) / n
+        out[f"{key}_compute"] = compute
+        out[f"{key}_outside"] = period - compute
+    out["modes"] = sorted(CLOCK.modes)
     return out
 
 
@@ -116,11 +216,11 @@ def run_plain(workload: str, warmup: int, steps: int) -> dict:
 
     model, opt, dataset, batch = build(workload)
     loss_fn = torch.nn.CrossEntropyLoss()
-    stamps: list[float] = []
+    stamps: list[tuple] = []
     losses = []
     while len(stamps) < warmup + steps:
         for x, y in torch.utils.data.DataLoader(dataset, batch_size=batch, shuffle=True):
-            stamps.append(now())
+            stamps.append(stamp())
             opt.zero_grad()
             loss = loss_fn(model(x), y)
             loss.backward()
@@ -150,7 +250,7 @@ def _trial_class(pytorch, workload: str, stamps: list):
             return pytorch.DataLoader(torch.utils.data.Subset(self.dataset, range(self.batch)), batch_size=self.batch)
 
         def train_batch(self, batch, epoch_idx, batch_idx):
-            stamps.append(now())
+            stamps.append(stamp())
             x, y = batch
             loss = self.loss_fn(self.model(x), y)
             self.context.backward(loss)
@@ -167,7 +267,7 @@ def _trial_class(pytorch, workload: str, stamps: list):
 def run_stalwart(workload: str, warmup: int, steps: int) -> dict:
     from stalwart import pytorch
 
-    stamps: list[float] = []
+    stamps: list[tuple] = []
     with tempfile.TemporaryDirectory() as storage:
         with pytorch.init(hparams={}, checkpoint_storage=storage, enable_tensorboard_logging=False) as ctx:
             trial = _trial_class(pytorch, workload, stamps)(ctx)
@@ -178,7 +278,7 @@ def run_stalwart(workload: str, warmup: int, steps: int) -> dict:
 def run_determined(workload: str, warmup: int, steps: int) -> dict:
     from determined import pytorch
 
-    stamps: list[float] = []
+    stamps: list[tuple] = []
     with pytorch.init(hparams={}, enable_tensorboard_logging=False) as ctx:
         trial = _trial_class(pytorch, workload, stamps)(ctx)
         pytorch.Trainer(trial, ctx).fit(max_length=pytorch.Batch(warmup + steps), checkpoint_policy="none")
@@ -190,7 +290,7 @@ def run_lightning(workload: str, warmup: int, steps: int) -> dict:
     import torch
 
     model, opt, dataset, batch = build(workload)
-    stamps: list[float] = []
+    stamps: list[tuple] = []
 
     class Module(L.LightningModule):
         def __init__(self):
@@ -199,7 +299,7 @@ def run_lightning(workload: str, warmup: int, steps: int) -> dict:
             self.loss_fn = torch.nn.CrossEntropyLoss()
 
         def training_step(self, batch, batch_idx):
-            stamps.append(now())
+            stamps.append(stamp())
             x, y = batch
             return self.loss_fn(self.model(x), y)
 
@@ -302,7 +402,13 @@ def main() -> int:
                       flush=True)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=2))
-    verdicts = [report(results, runners, workloads, clock) for clock in ("cpu", "wall")]
+    for clock in ("cpu", "wall"):
+        report(results, runners, workloads, clock)
+    verdicts = [report_split(results, runners, workloads, clock) for clock in ("cpu", "wall")]
+    modes = {r: sorted({tuple(m) for w in workloads for p in results[w][r] for side in ("plain", "runner")
+                        for m in p[side]["modes"]}) for r in runners}
+    print("\ncompute settings seen in the training forward passes (threads, CPU autocast, anomaly detection): "
+          + "; ".join(f"{r}: {m}" for r, m in modes.items()))
     return 0 if all(verdicts[0]) else 1
 
 
@@ -314,12 +420,20 @@ def summary(pairs: list[dict], clock: str) -> tuple[float, float, float]:
     return plain, runner, overhead
 
 
-def report(results: dict, runners: list[str], workloads: list[str], clock: str) -> list[bool]:
+def judge(ovh: dict[str, float], workload: str) -> tuple[bool, str]:
+    """(stalwart's overhead meets the workload's target and is below every peer's, the peers' overheads shown)."""
+    peers = {r: v for r, v in ovh.items() if r != "stalwart"}
+    ok = ovh["stalwart"] <= TARGETS[workload] and all(ovh["stalwart"] < v for v in peers.values())
+    return ok, ", ".join(f"{r} {v:+.2f}%" for r, v in peers.items())
+
+
+def report(results: dict, runners: list[str], workloads: list[str], clock: str) -> None:
+    """End to end (informational): runner vs plain in separate runs, the fastest chunk of each."""
     print(f"\nby {'process CPU time' if clock == 'cpu' else 'wall clock'} (median over pairs; plain measured "
           "in the same process as each runner)")
     print("| workload | runner | plain ms/step | runner ms/step | overhead vs plain (per step) |")
     print("|---|---|---|---|---|")
-    verdicts, lines = [], []
+    lines = []
     for w in workloads:
         ovh = {}
         for r in runners:
@@ -327,11 +441,42 @@ def report(results: dict, runners: list[str], workloads: list[str], clock: str) 
             extra = statistics.median(p["runner"][clock] - p["plain"][clock] for p in results[w][r]) * 1e6
             print(f"| {w} | {r} | {plain:.3f} | {ms:.3f} | {ovh[r]:+.2f}% ({extra:+.1f} us) |")
         if "stalwart" in ovh and w in TARGETS:
-            ok = ovh["stalwart"] <= TARGETS[w] and all(ovh["stalwart"] < ovh[p] for p in ovh if p != "stalwart")
+            ok, peers = judge(ovh, w)
+            lines.append(f"{w}: stalwart {ovh['stalwart']:+.2f}% over plain PyTorch end to end (peers: {peers}); "
+                         f"{'within' if ok else 'outside'} the target here, but separate runs carry the host's noise: "
+                         "the verdict is the split's, below")
+    print("\n".join(lines))
+
+
+def report_split(results: dict, runners: list[str], workloads: list[str], clock: str) -> list[bool]:
+    """The loop's own cost: each step's time outside the compute, runner minus plain, per pair."""
+    print(f"\nby {'process CPU time' if clock == 'cpu' else 'wall clock'}, each step split into the compute "
+          "(forward, backward, optimizer update) and the rest; medians over pairs")
+    print("| workload | runner | plain step ms | plain rest us | runner rest us | overhead (rest, runner - plain) "
+          "| compute runner/plain |")
+    print("|---|---|---|---|---|---|---|")
+    verdicts, lines = [], []
+    for w in workloads:
+        ovh = {}
+        for r in runners:
+            pairs = results[w][r]
+            step = statistics.median(p["plain"][f"{clock}_compute"] + p["plain"][f"{clock}_outside"] for p in pairs)
+            rest_p = statistics.median(p["plain"][f"{clock}_outside"] for p in pairs)
+            rest_r = statistics.median(p["runner"][f"{clock}_outside"] for p in pairs)
+            extra = statistics.median(p["runner"][f"{clock}_outside"] - p["plain"][f"{clock}_outside"] for p in pairs)
+            ovh[r] = statistics.median(100 * (p["runner"][f"{clock}_outside"] - p["plain"][f"{clock}_outside"])
+                                       / (p["plain"][f"{clock}_compute"] + p["plain"][f"{clock}_outside"])
+                                       for p in pairs)
+            compute = statistics.median(100 * (p["runner"][f"{clock}_compute"] / p["plain"][f"{clock}_compute"] - 1)
+                                        for p in pairs)
+            print(f"| {w} | {r} | {step * 1e3:.3f} | {rest_p * 1e6:.1f} | {rest_r * 1e6:.1f} | {ovh[r]:+.2f}% "
+                  f"({extra * 1e6:+.1f} us) | {compute:+.2f}% |")
+        if "stalwart" in ovh and w in TARGETS:
+            ok, peers = judge(ovh, w)
             verdicts.append(ok)
-            peers = ", ".join(f"{p} {ovh[p]:+.2f}%" for p in ovh if p != "stalwart")
-            lines.append(f"{w}: stalwart {ovh['stalwart']:+.2f}% over plain PyTorch (target <= {TARGETS[w]}% and "
-                         f"below the peers: {peers}) -> {'meets' if ok else 'MISSES'} the target")
+            lines.append(f"{w}: stalwart's loop costs {ovh['stalwart']:+.2f}% of a plain step more than the plain "
+                         f"loop (target <= {TARGETS[w]}% and below the peers: {peers}) -> "
+                         f"{'meets' if ok else 'MISSES'} the target")
     print("\n".join(lines))
     return verdicts
 

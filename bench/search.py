@@ -3,33 +3,37 @@
 Run from the repository root (peers: `.venv/bin/pip install optuna "ray[tune]" onnxruntime`):
 
     .venv/bin/python bench/search.py [--tasks 7593,126025,167149,189909] [--seeds 2] [--workers 4,32]
-                                     [--budget 32] [--extend 4] [--procs 2] [--methods a,b] [--skip-cost]
-                                     [--json PATH]
+                                     [--budget 4=32,32=8] [--extend 4] [--procs 2] [--methods a,b]
+                                     [--skip-cost] [--json PATH]
 
-(`--workers 4` with all methods takes ~25 min here; at W = 32 the wall-clock budget gives Optuna's
-pruners ~10,000 TPE trials a run, which takes hours: run W = 32 with `--methods` leaving them out.)
+(All methods at W = 4 and 32 take well over an hour of 2 cores here. The W = 32 budget is 8 full
+trainings of wall clock, i.e. 256 in worker time: with 32, Optuna's pruners make ~10,000 TPE trials
+a run and one such run, its per-report bookkeeping growing with the trials, did not finish in 10 min.)
 
 Part 1, search quality. The LCBench surrogate (`/work/shared/data/yahpo-lcbench`, YAHPO Gym's ONNX
 model, loaded directly with onnxruntime: YAHPO Gym's own package pins numpy<2 and would downgrade
 the project's venv) maps (OpenML task, 7 hyperparameters, epoch 1..52) to validation accuracy and
 the cumulative training time. Every method runs through `stalwart.searcher.simulate` with W
 simulated workers on the surrogate's time (no real time passes), validating after every epoch, for
-the same wall-clock budget: `budget` median full 52-epoch trainings of wall-clock time, i.e.
-`budget * median_full_time(task)` seconds whatever W is (W workers get W times the worker time, as a
-deadline gives a bigger cluster; with a fixed total instead, 32 workers would have only a few
-trial-lengths of wall clock, and the serial path of one full training, not the searcher, would bound
-every early-stopping method). Methods: ours: `random`, `asha` (`adaptive_asha` with Determined's
-defaults: standard mode, divisor 4 -> brackets [3, 13, 52] and [13, 52] epochs), `asha-aggr` (mode
-aggressive: the one bracket [3, 13, 52]), `asha-promo` (`asha_promotion`, Determined 0.37's
-promotion-based ASHA, mode aggressive), `hyperband` (eta 3, max_trials scaled so one iteration fills
-the budget), `pbt` (population max(2W, min(budget W, 64)), 13 rounds of 4 epochs); peers: Optuna 5 TPE
+the same wall-clock budget: `budget` median full 52-epoch trainings of wall-clock time, i.e. `budget
+* median_full_time(task)` seconds (W workers get W times the worker time, as a deadline gives a
+bigger cluster; with a fixed total instead, 32 workers would have only a few trial-lengths of wall
+clock, and the serial path of one full training, not the searcher, would bound every early-stopping
+method; the budget may differ per W, see above, and is the same for every method). Methods: ours:
+`random`, `asha` (`adaptive_asha` with Determined's defaults: standard mode, divisor 4 -> brackets
+[3, 13, 52] and [13, 52] epochs), `asha-aggr` (mode aggressive: the one bracket [3, 13, 52]),
+`asha-promo` (`asha_promotion`, Determined 0.37's promotion-based ASHA, mode aggressive), `asha-tpe`
+/ `asha-aggr-tpe` (the same two ASHAs with `sampler: tpe`: new trials' hyperparameters from Optuna's
+TPE fed with every rung result), `hyperband` (eta 3, max_trials scaled so one iteration fills the
+budget), `pbt` (population max(2W, min(budget W, 64)), 13 rounds of 4 epochs); peers: Optuna 5 TPE
 alone (`optuna-tpe`), with SuccessiveHalvingPruner at its defaults (`optuna-sha`) and with
 min_resource=3 (`optuna-sha3`), with HyperbandPruner(1, 52, 3) (`optuna-hb`), all ask/tell and
 reporting every epoch; Ray Tune's ASHAScheduler over random samples, grace 1 (its default,
 `ray-asha`) and grace 3 (`ray-asha3`), reduction factor 4, max_t 52. The peers are wrapped as
-`SearchMethod`s so that they see the same workers, clock and events as ours. Our searchers and
-the Ray peers draw configurations from the same seeded stream (common random numbers: they see
-the same candidates in the same order and differ only in what they stop), Optuna from TPE.
+`SearchMethod`s so that they see the same workers, clock and events as ours. Our random-sampling
+searchers and the Ray peers draw configurations from the same seeded stream (common random numbers:
+they see the same candidates in the same order and differ only in what they stop); Optuna and our
+`-tpe` ASHAs ask TPE.
 
 Per (task, seed, W): regret = best accuracy of the task (the best seen by any method or in a 3,000
 config x 52 epoch random pool) - the best validation accuracy the method saw within the budget;
@@ -285,6 +289,10 @@ def method_config(name: str, seed: int, workers: int, budget_full: int) -> dict:
     if name == "asha-aggr":
         return base_config(seed, {"name": "adaptive_asha", "mode": "aggressive", "max_trials": big,
                                   "max_concurrent_trials": workers, **time_})
+    if name in ("asha-tpe", "asha-aggr-tpe"):
+        mode = "aggressive" if name == "asha-aggr-tpe" else "standard"
+        return base_config(seed, {"name": "adaptive_asha", "mode": mode, "sampler": "tpe", "max_trials": big,
+                                  "max_concurrent_trials": workers, **time_})
     if name == "asha-promo":
         return base_config(seed, {"name": "asha_promotion", "mode": "aggressive", "max_trials": big,
                                   "max_concurrent_trials": workers, **time_})
@@ -299,8 +307,8 @@ def method_config(name: str, seed: int, workers: int, budget_full: int) -> dict:
     raise ValueError(name)
 
 
-OURS = ["random", "asha", "asha-aggr", "asha-promo", "hyperband", "pbt"]
-OUR_ASHAS = ["asha", "asha-aggr", "asha-promo"]
+OURS = ["random", "asha", "asha-aggr", "asha-promo", "asha-tpe", "asha-aggr-tpe", "hyperband", "pbt"]
+OUR_ASHAS = ["asha", "asha-aggr", "asha-promo", "asha-tpe", "asha-aggr-tpe"]
 PEERS = ["optuna-tpe", "optuna-sha", "optuna-sha3", "optuna-hb", "ray-asha", "ray-asha3"]
 METHODS = OURS + PEERS
 
@@ -536,13 +544,25 @@ def cost_report(rows: list[dict]) -> list[str]:
 
 # -- main ---------------------------------------------------------------------------------------------
 
+def parse_budgets(text: str, workers_list: list[int]) -> dict[int, float]:
+    """--budget: one number for every W, or W=B pairs naming every W run."""
+    if "=" not in text:
+        return {w: float(text) for w in workers_list}
+    given = {int(w): float(b) for w, b in (pair.split("=") for pair in text.split(","))}
+    missing = [w for w in workers_list if w not in given]
+    if missing:
+        raise SystemExit(f"--budget: no budget for W={', '.join(map(str, missing))}; give W=B for each of --workers")
+    return given
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", default="7593,126025,167149,189909")
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--workers", default="4,32")
-    ap.add_argument("--budget", type=float, default=32,
-                    help="wall-clock budget in median full 52-epoch trainings (W workers: W times that in worker time)")
+    ap.add_argument("--budget", default="4=32,32=8",
+                    help="wall-clock budget in median full 52-epoch trainings (W workers: W times that in worker time): "
+                         "one number for every W, or W=B pairs")
     ap.add_argument("--extend", type=float, default=4,
                     help="a method that has not reached a mark within the budget runs on for up to this many budgets")
     ap.add_argument("--procs", type=int, default=2)
@@ -552,6 +572,7 @@ def main() -> None:
     args = ap.parse_args()
     tasks = args.tasks.split(",")
     workers_list = [int(w) for w in args.workers.split(",")]
+    budgets = parse_budgets(args.budget, workers_list)
     methods = args.methods.split(",")
     if "random" not in methods:
         methods.insert(0, "random")
@@ -559,8 +580,8 @@ def main() -> None:
 
     surrogate = Surrogate()
     pool = {task: surrogate.pool(task) for task in tasks}
-    limits = {(task, w): args.budget * pool[task][1] for task in tasks for w in workers_list}
-    jobs = [(task, seed, w, round(args.budget * w), limits[(task, w)], methods)
+    limits = {(task, w): budgets[w] * pool[task][1] for task in tasks for w in workers_list}
+    jobs = [(task, seed, w, round(budgets[w] * w), limits[(task, w)], methods)
             for w in workers_list for task in tasks for seed in range(1, args.seeds + 1)]
     runs: list[dict] = []
     with multiprocessing.get_context("fork").Pool(args.procs) as p:
@@ -572,7 +593,7 @@ def main() -> None:
         for r in runs:
             if time_to(r["trace"], cell_marks[(r["task"], r["seed"], r["workers"])][0]) > limits[(r["task"], r["workers"])]:
                 late.setdefault((r["task"], r["seed"], r["workers"]), []).append(r["method"])
-        ext_jobs = [(task, seed, w, round(args.budget * w), args.extend * limits[(task, w)], ms)
+        ext_jobs = [(task, seed, w, round(budgets[w] * w), args.extend * limits[(task, w)], ms)
                     for (task, seed, w), ms in sorted(late.items())]
         by = {(r["method"], r["task"], r["seed"], r["workers"]): r for r in runs}
         for job, cell_runs in zip(ext_jobs, p.imap(run_cell, ext_jobs), strict=True):
@@ -584,7 +605,8 @@ def main() -> None:
     cpu = {m: med([r["cpu_s"] for r in runs if r["method"] == m]) for m in methods}
 
     out = ["B3 search quality: YAHPO Gym LCBench surrogate (val_accuracy, 52 epochs, simulated time)",
-           f"tasks {', '.join(tasks)}; seeds 1..{args.seeds}; budget {args.budget:g} median full trainings of "
+           f"tasks {', '.join(tasks)}; seeds 1..{args.seeds}; budget "
+           + ", ".join(f"W={w}: {budgets[w]:g}" for w in workers_list) + " median full trainings of "
            f"wall clock (x W of worker time); {extended} runs that missed mark A within the budget ran on for "
            f"up to {args.extend:g} budgets",
            "task bests (ref): " + ", ".join(f"{t} {refs[t]:.2f}" for t in tasks),
