@@ -84,7 +84,7 @@ def main(argv: list[str]) -> None:
         import torch.distributed as dist
 
         dist.init_process_group("gloo")
-        (pathlib.Path(argv[1]) / f"ready.{os.environ['RANK']}").write_text(str(os.getpid()))
+        mark_ready(pathlib.Path(argv[1]))
         while True:
             dist.all_reduce(torch.ones(1000))
             time.sleep(0.01)
@@ -102,8 +102,16 @@ def main(argv: list[str]) -> None:
             sys.exit(0)
 
         signal.signal(signal.SIGTERM, on_term)
-        (out / f"ready.{os.environ['RANK']}").write_text(str(os.getpid()))
+        mark_ready(out)
         time.sleep(120)
+
+
+def mark_ready(out: pathlib.Path) -> None:
+    """Write OUT/ready.RANK holding this pid, whole at once: the test reads it as soon as the name appears."""
+    rank = os.environ["RANK"]
+    partial = out / f".partial.{rank}"
+    partial.write_text(str(os.getpid()))
+    partial.rename(out / f"ready.{rank}")
 
 
 if __name__ == "__main__":
