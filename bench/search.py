@@ -44,6 +44,8 @@ budget is run again (the simulation is deterministic, so its first part repeats 
 `extend` budgets to measure when it does: the time to a mark is measured, not truncated at the
 budget; a mark still unreached then counts as `extend` budgets, a bound in that method's favour.
 
+The surrogate and the peers live in bench/lcbench.py, part 2 in bench/search_cost.py.
+
 Part 2, searcher cost: 10,000 trials through the searcher (create -> validation -> exit), time per
 decision and peak memory (tracemalloc), against Optuna's in-memory storage doing ask/tell for
 10,000 trials (RandomSampler: storage and bookkeeping only; TPE shown for 1,000 trials).
@@ -60,222 +62,13 @@ import statistics
 import subprocess
 import sys
 import time
-import tracemalloc
-from collections.abc import Callable
 
-import numpy as np
-
-from stalwart.searcher import Create, SearchMethod, Shutdown, Stop, TrialExit, make_search_method, simulate
-from stalwart.searcher._common import SearchContext
-from stalwart.searcher.space import HParamSpace
-
-DATA = "/work/shared/data/yahpo-lcbench"
-EPOCHS = 52
-CONT = ["epoch", "batch_size", "learning_rate", "momentum", "weight_decay", "num_layers", "max_units", "max_dropout"]
-CHUNKS = [(1, 4), (5, 16), (17, 52)]  # epochs computed per surrogate call (lazily)
-
-HPARAMS = {
-    "batch_size": {"type": "log", "minval": 4, "maxval": 9, "base": 2},  # 16..512, rounded
-    "learning_rate": {"type": "log", "minval": -4, "maxval": -1, "base": 10},
-    "max_dropout": {"type": "double", "minval": 0.0, "maxval": 1.0},
-    "max_units": {"type": "log", "minval": 6, "maxval": 10, "base": 2},  # 64..1024, rounded
-    "momentum": {"type": "double", "minval": 0.1, "maxval": 0.99},
-    "num_layers": {"type": "int", "minval": 1, "maxval": 5},
-    "weight_decay": {"type": "double", "minval": 1e-5, "maxval": 0.1},
-}
-
-
-# -- the surrogate -----------------------------------------------------------------------------------
-
-class Surrogate:
-    def __init__(self) -> None:
-        import onnxruntime as ort
-
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1
-        opts.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(f"{DATA}/model.onnx", opts)
-        with open(f"{DATA}/encoding.json") as f:
-            self.encoding = json.load(f)["OpenML_task_id"]
-
-    def run(self, task: str, rows: np.ndarray) -> np.ndarray:
-        cat = np.full((len(rows), 1), self.encoding[task], dtype=np.int32)
-        return self.session.run(None, {"x_cat": cat, "x_cont": rows.astype(np.float32)})[0]
-
-    @staticmethod
-    def row(hp: dict, epoch: int) -> list[float]:
-        return [epoch, round(hp["batch_size"]), hp["learning_rate"], hp["momentum"], hp["weight_decay"],
-                hp["num_layers"], round(hp["max_units"]), hp["max_dropout"]]
-
-    def objective(self, task: str) -> Callable[[dict, float], tuple[float, float]]:
-        """metric_fn for simulate: (val_accuracy, cumulative time) at an epoch, computed in chunks."""
-        cache: dict[tuple, dict[int, tuple[float, float]]] = {}
-
-        def metric_fn(hp: dict, step: float) -> tuple[float, float]:
-            key = tuple(sorted(hp.items()))
-            curve = cache.setdefault(key, {})
-            epoch = int(round(step))
-            if epoch not in curve:
-                lo, hi = next((a, b) for a, b in CHUNKS if a <= epoch <= b)
-                # compute from the start of the curve known so far, keeping time monotone
-                start = max([e for e in curve if e < lo], default=0) + 1
-                rows = np.array([self.row(hp, e) for e in range(start, hi + 1)])
-                out = self.run(task, rows)
-                last_time = curve[start - 1][1] if start > 1 else 0.0
-                for i, e in enumerate(range(start, hi + 1)):
-                    last_time = max(last_time, float(out[i, 0]), 1e-3)
-                    curve[e] = (float(out[i, 1]), last_time)
-            return curve[epoch]
-
-        return metric_fn
-
-    def pool(self, task: str, n: int = 3000, seed: int = 12345) -> tuple[float, float]:
-        """(best accuracy at any epoch, median full-training time) over a random pool."""
-        space = HParamSpace(HPARAMS)
-        import random
-
-        rng = random.Random(seed)
-        configs = [space.sample(rng) for _ in range(n)]
-        rows = np.array([self.row(hp, e) for hp in configs for e in range(1, EPOCHS + 1)])
-        out = self.run(task, rows)
-        acc = out[:, 1].reshape(n, EPOCHS)
-        full = np.maximum.accumulate(np.maximum(out[:, 0].reshape(n, EPOCHS), 1e-3), axis=1)[:, -1]
-        return float(acc.max()), float(np.median(full))
-
-
-# -- peers as search methods --------------------------------------------------------------------------
-
-class _PoolPeer(SearchMethod):
-    """Keeps `workers` trials alive forever (the budget ends the run); subclasses decide the rest."""
-
-    def __init__(self, workers: int, seed: int) -> None:
-        self.workers = workers
-        self.ctx = SearchContext(seed)
-        self.live: set[str] = set()
-
-    def new_hparams(self, rid: str) -> dict:
-        raise NotImplementedError
-
-    def _create(self) -> Create:
-        rid = self.ctx.new_request_id()
-        self.live.add(rid)
-        return Create(rid, self.new_hparams(rid), self.ctx.trial_seed(), EPOCHS)
-
-    def initial_operations(self):
-        return [self._create() for _ in range(self.workers)]
-
-    def on_trial_exited(self, request_id, how):
-        self.live.discard(request_id)
-        self.closed(request_id, how)
-        return [self._create() for _ in range(self.workers - len(self.live))]
-
-    def closed(self, request_id, how) -> None:
-        pass
-
-    def progress(self, trial_progress):
-        return 0.0
-
-    def snapshot(self):
-        return {}
-
-    def restore(self, snapshot):
-        pass
-
-
-class OptunaPeer(_PoolPeer):
-    def __init__(self, workers: int, seed: int, pruner: str | None) -> None:
-        super().__init__(workers, seed)
-        import optuna
-
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
-        self.optuna = optuna
-        d = optuna.distributions
-        self.dists = {
-            "batch_size": d.FloatDistribution(16, 512, log=True),
-            "learning_rate": d.FloatDistribution(1e-4, 1e-1, log=True),
-            "max_dropout": d.FloatDistribution(0.0, 1.0),
-            "max_units": d.FloatDistribution(64, 1024, log=True),
-            "momentum": d.FloatDistribution(0.1, 0.99),
-            "num_layers": d.IntDistribution(1, 5),
-            "weight_decay": d.FloatDistribution(1e-5, 0.1),
-        }
-        pruners = {
-            None: optuna.pruners.NopPruner(),
-            "sha": optuna.pruners.SuccessiveHalvingPruner(),
-            "sha3": optuna.pruners.SuccessiveHalvingPruner(min_resource=3),
-            "hyperband": optuna.pruners.HyperbandPruner(min_resource=1, max_resource=EPOCHS, reduction_factor=3),
-        }
-        self.study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed),
-                                         pruner=pruners[pruner], study_name=f"bench-{seed}")
-        self.trials: dict[str, object] = {}
-        self.last: dict[str, float] = {}
-        self.pruned: set[str] = set()
-
-    def new_hparams(self, rid):
-        trial = self.study.ask(self.dists)
-        self.trials[rid] = trial
-        return dict(trial.params)
-
-    def on_validation_completed(self, request_id, metrics, steps_completed):
-        trial = self.trials[request_id]
-        value = metrics["val_accuracy"]
-        self.last[request_id] = value
-        step = int(metrics["epochs"])
-        trial.report(value, step)
-        if step < EPOCHS and trial.should_prune():
-            self.pruned.add(request_id)
-            return [Stop(request_id)]
-        return []
-
-    def closed(self, request_id, how):
-        state = self.optuna.trial.TrialState
-        if request_id in self.pruned:
-            self.study.tell(self.trials[request_id], state=state.PRUNED)
-        elif request_id in self.last:
-            self.study.tell(self.trials[request_id], self.last[request_id])
-        else:
-            self.study.tell(self.trials[request_id], state=state.FAIL)
-
-
-class RayAshaPeer(_PoolPeer):
-    class _Trial:
-        def __init__(self, trial_id: str) -> None:
-            self.trial_id = trial_id
-
-    def __init__(self, workers: int, seed: int, grace_period: int = 1) -> None:
-        super().__init__(workers, seed)
-        from ray.tune.schedulers import ASHAScheduler
-
-        np.random.seed(seed)
-        self.scheduler = ASHAScheduler(time_attr="epochs", metric="val_accuracy", mode="max", max_t=EPOCHS,
-                                       grace_period=grace_period, reduction_factor=4)
-        self.space = HParamSpace(HPARAMS)
-        self.trials: dict[str, RayAshaPeer._Trial] = {}
-
-    def new_hparams(self, rid):
-        trial = self._Trial(rid)
-        self.trials[rid] = trial
-        self.scheduler.on_trial_add(None, trial)
-        return self.space.sample(self.ctx.rng)
-
-    def on_validation_completed(self, request_id, metrics, steps_completed):
-        decision = self.scheduler.on_trial_result(None, self.trials[request_id],
-                                                  {"epochs": metrics["epochs"], "val_accuracy": metrics["val_accuracy"]})
-        return [Stop(request_id)] if decision == "STOP" else []
-
-    def closed(self, request_id, how):
-        self.scheduler.on_trial_remove(None, self.trials.pop(request_id))
+from lcbench import EPOCHS, OptunaPeer, RayAshaPeer, Surrogate, base_config
+from search_cost import cost_optuna, cost_ours, cost_report, fmt
+from stalwart.searcher import make_search_method, simulate
 
 
 # -- methods ------------------------------------------------------------------------------------------
-
-def base_config(seed: int, searcher: dict) -> dict:
-    return {
-        "hyperparameters": HPARAMS,
-        "reproducibility": {"experiment_seed": seed},
-        "searcher": {"metric": "val_accuracy", "smaller_is_better": False, **searcher},
-    }
-
 
 def method_config(name: str, seed: int, workers: int, budget_full: int) -> dict:
     time_ = {"max_time": EPOCHS, "time_metric": "epochs"}
@@ -380,13 +173,6 @@ def med(values: list[float]) -> float:
     return statistics.median(values) if values else math.nan
 
 
-def fmt(x: float, digits: int = 2) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    if math.isinf(x):
-        return "inf"
-    return f"{x:.{digits}f}"
-
 
 def quality_report(runs: list[dict], refs: dict, limits: dict, cell_marks: dict, workers_list: list[int],
                    methods: list[str], extend: float) -> list[str]:
@@ -450,96 +236,6 @@ def _ratio(a: float, b: float) -> float:
     if b == 0:
         return math.inf if a > 0 else 1.0
     return a / b
-
-
-# -- part 2: searcher cost ----------------------------------------------------------------------------
-
-def _drive_ours(kind: str, n: int) -> tuple[SearchMethod, int, bool, dict]:
-    searcher = {"name": "random", "max_trials": n, "max_concurrent_trials": 16, "max_length": {"epochs": EPOCHS}}
-    if kind == "asha":
-        searcher = {"name": "adaptive_asha", "max_trials": n, "max_concurrent_trials": 16,
-                    "max_time": EPOCHS, "time_metric": "epochs"}
-    cfg = base_config(1, searcher)
-    search = make_search_method(cfg)
-    rng = np.random.default_rng(0)
-    decisions = 0
-    live = [a for a in search.initial_operations() if isinstance(a, Create)]
-    rungs = sorted(set(search.milestones())) or [EPOCHS]
-    done = False
-    while live and not done:
-        rid = live.pop(0).request_id
-        for epoch in rungs:
-            out = search.on_validation_completed(rid, {"val_accuracy": float(rng.random()), "epochs": epoch}, epoch)
-            decisions += 1
-            live += [a for a in out if isinstance(a, Create)]
-            if any(isinstance(a, Stop) and a.request_id == rid for a in out):
-                break
-        out = search.on_trial_exited(rid, TrialExit.COMPLETED)
-        decisions += 1
-        live += [a for a in out if isinstance(a, Create)]
-        done = any(isinstance(a, Shutdown) for a in out)
-    return search, decisions, done, cfg
-
-
-def _peak_mib(fn: Callable[[], object]) -> float:
-    tracemalloc.start()
-    fn()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak / 2**20
-
-
-def cost_ours(kind: str, n: int) -> dict:
-    t0 = time.perf_counter()
-    search, decisions, done, cfg = _drive_ours(kind, n)
-    elapsed = time.perf_counter() - t0
-    peak = _peak_mib(lambda: _drive_ours(kind, n))
-    t1 = time.perf_counter()
-    snap = json.dumps(search.snapshot())
-    t_snap = time.perf_counter() - t1
-    t2 = time.perf_counter()
-    fresh = make_search_method(cfg)
-    fresh.restore(json.loads(snap))
-    t_restore = time.perf_counter() - t2
-    return {"what": f"stalwart {kind} (create/validate/exit)", "trials": n, "decisions": decisions,
-            "total_s": elapsed, "us_per_decision": elapsed / decisions * 1e6, "peak_mib": peak,
-            "snapshot_kib": len(snap) / 1024, "snapshot_ms": t_snap * 1e3, "restore_ms": t_restore * 1e3,
-            "finished": done}
-
-
-def _drive_optuna(sampler: str, n: int) -> None:
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    d = optuna.distributions
-    dists = {k: d.FloatDistribution(0.0, 1.0) for k in HPARAMS}
-    smp = optuna.samplers.RandomSampler(seed=0) if sampler == "random" else optuna.samplers.TPESampler(seed=0)
-    study = optuna.create_study(direction="maximize", sampler=smp)
-    for _ in range(n):
-        trial = study.ask(dists)
-        trial.report(0.5, EPOCHS)
-        study.tell(trial, float(sum(trial.params.values())))
-
-
-def cost_optuna(sampler: str, n: int, memory: bool = True) -> dict:
-    t0 = time.perf_counter()
-    _drive_optuna(sampler, n)
-    elapsed = time.perf_counter() - t0
-    peak = _peak_mib(lambda: _drive_optuna(sampler, n)) if memory else math.nan
-    decisions = 3 * n  # ask, report, tell
-    return {"what": f"optuna {sampler} in-memory (ask/report/tell)", "trials": n, "decisions": decisions,
-            "total_s": elapsed, "us_per_decision": elapsed / decisions * 1e6, "peak_mib": peak,
-            "snapshot_kib": math.nan, "snapshot_ms": math.nan, "restore_ms": math.nan, "finished": True}
-
-
-def cost_report(rows: list[dict]) -> list[str]:
-    lines = [f"{'what':<44} {'trials':>7} {'decisions':>9} {'total s':>8} {'us/decision':>11} "
-             f"{'peak MiB':>9} {'snapshot KiB':>12} {'snap ms':>8} {'restore ms':>10}"]
-    for r in rows:
-        lines.append(f"{r['what']:<44} {r['trials']:>7} {r['decisions']:>9} {r['total_s']:>8.2f} "
-                     f"{r['us_per_decision']:>11.1f} {fmt(r['peak_mib'], 2):>9} {fmt(r['snapshot_kib'], 0):>12} "
-                     f"{fmt(r['snapshot_ms'], 1):>8} {fmt(r['restore_ms'], 1):>10}")
-    return lines
 
 
 # -- main ---------------------------------------------------------------------------------------------
