@@ -45,8 +45,9 @@ _HALVING = {
     # null unless set: 0.38 ASHA is stop-based; an explicit `false` asks for 0.37's promotions
     "stop_once": Field(boolean()),
 }
-# where new trials' hyperparameters come from: random draws (Determined's), or Optuna's TPE fed with rung results
-_HALVING_SAMPLER = {"sampler": Field(choice("random", "tpe"), default="random")}
+# where new trials' hyperparameters come from: random draws (Determined's), Optuna's TPE fed with rung results,
+# or mutations of the trials with the best rung results (evolution)
+_HALVING_SAMPLER = {"sampler": Field(choice("random", "tpe", "evolution"), default="random")}
 _ASHA = {
     **_MAX_TRIALS,
     **_HALVING_SAMPLER,

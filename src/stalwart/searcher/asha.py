@@ -48,7 +48,9 @@ Model-based sampling (Stalwart's, not Determined's): with `searcher.sampler: tpe
 one `model_sampler.OptunaModel`: each new trial's hyperparameters are asked of Optuna's TPE instead
 of drawn at random, and every rung result is told to it (an intermediate value at the rung's length;
 COMPLETE at the last rung, PRUNED when stopped below it, FAIL with no result). Everything else above
-is unchanged; the default `sampler: random` draws exactly as Determined does.
+is unchanged; the default `sampler: random` draws exactly as Determined does. With `sampler: evolution`
+the shared model is an `evolution_sampler.EvolutionModel` instead: new trials are mutations of the
+trials that reached the highest rungs (regularised evolution on the rung results), told the same events.
 """
 
 from __future__ import annotations
@@ -167,7 +169,7 @@ class Bracket:
         self.invalid = 0
         self.exited_valid = 0
         self.errored = 0
-        self.model: Any = None  # an OptunaModel shared by the brackets with `sampler: tpe`, else random draws
+        self.model: Any = None  # a model shared by the brackets with `sampler: tpe` or `evolution`, else random draws
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -406,7 +408,7 @@ def adaptive_asha(config: Mapping, space: HParamSpace, total: int, time_metric: 
     return Tournament(ctx, reader, brackets, sampler_model(searcher, ctx, space))
 
 
-HALVING_SAMPLERS = ("random", "tpe")
+HALVING_SAMPLERS = ("random", "tpe", "evolution")
 
 
 def sampler_model(searcher: Mapping, ctx: SearchContext, space: HParamSpace) -> Any:
@@ -417,6 +419,10 @@ def sampler_model(searcher: Mapping, ctx: SearchContext, space: HParamSpace) -> 
     if sampler not in HALVING_SAMPLERS:
         message = f"searcher.sampler: expected one of {', '.join(HALVING_SAMPLERS)}, got {sampler!r}"
         raise ConfigError(message, details=[message])
+    if sampler == "evolution":
+        from stalwart.searcher.evolution_sampler import EvolutionModel
+
+        return EvolutionModel(space, ctx.rng)
     from stalwart.searcher.model_sampler import OptunaModel
 
     return OptunaModel(space, ctx.rng, sampler, what="searcher.sampler: 'tpe'")

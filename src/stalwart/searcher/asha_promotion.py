@@ -28,6 +28,7 @@ searchers (`stalwart.searcher.asha`); what differs is how a trial moves between 
   exited; a failure when every valid trial errored.
 * `sampler: tpe`: new trials are asked of the tournament's OptunaModel, which is told every rung
   result; a paused trial stays RUNNING there until it finishes (COMPLETE) or is closed out (PRUNED).
+  `sampler: evolution` shares an EvolutionModel the same way (new trials mutate the best-ranked ones).
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ class PromotionBracket:
         self.n_running = 0
         self.n_finished = 0  # closed and exited
         self.closed_upto = 0  # rungs below this were closed out
-        self.model: Any = None  # the tournament's OptunaModel with `sampler: tpe`, else random draws
+        self.model: Any = None  # the tournament's model with `sampler: tpe` or `evolution`, else random draws
 
     # -- bookkeeping --------------------------------------------------------------------------
 

@@ -3,17 +3,11 @@
 import statistics
 
 import pytest
-from searcher_helpers import build, expand
+from searcher_helpers import TOY_HP as HP
+from searcher_helpers import build, expand, objective, run_search
 
 from stalwart.api.errors import ConfigError
 from stalwart.searcher import Create, Stop, TrialExit
-
-HP = {
-    "x": {"type": "double", "minval": 0.0, "maxval": 1.0},
-    "y": {"type": "double", "minval": 0.0, "maxval": 1.0},
-    "k": {"type": "categorical", "vals": ["a", "b", "c"]},
-    "fixed": 3,
-}
 
 
 def creates(actions):
@@ -78,37 +72,6 @@ def test_bigger_is_better_is_told_negated_to_a_minimising_study():
     s.on_validation_completed(*v("1", 0.9, 8))
     t = trials_by_rid(s)["1"]
     assert s.model.study.direction.name == "MINIMIZE" and t.value == -0.9
-
-
-def objective(hp, t):
-    """A loss with its optimum at x=0.8, y=0.2, k=c, that falls with training time t."""
-    return (hp["x"] - 0.8) ** 2 + (hp["y"] - 0.2) ** 2 + (0.0 if hp["k"] == "c" else 0.3) + 1.0 / t
-
-
-def run_search(sampler, seed=3, max_trials=80):
-    cfg = expand({"hyperparameters": HP, "reproducibility": {"experiment_seed": seed},
-                  "searcher": {"name": "adaptive_asha", "metric": "loss", "max_trials": max_trials, "divisor": 3,
-                               "mode": "aggressive", "max_time": 27, "time_metric": "batches",
-                               "max_concurrent_trials": 4, "sampler": sampler}})
-    s = build(cfg)
-    created, live = [], []
-    out = s.initial_operations()
-    while True:
-        for action in out:
-            if isinstance(action, Create):
-                created.append(action)
-                live.append(action)
-        if not live:
-            break
-        trial = live.pop(0)  # validates at every rung length until stopped, then exits
-        out = []
-        for t in s.milestones():
-            step = s.on_validation_completed(trial.request_id, {"loss": objective(trial.hparams, t), "batches": t}, t)
-            out += step
-            if Stop(trial.request_id) in step:
-                break
-        out += s.on_trial_exited(trial.request_id, TrialExit.COMPLETED)
-    return created
 
 
 def test_tpe_fed_with_rung_results_samples_better_trials_than_random_draws():
