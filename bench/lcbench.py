@@ -150,6 +150,7 @@ class OptunaPeer(_PoolPeer):
             None: optuna.pruners.NopPruner(),
             "sha": optuna.pruners.SuccessiveHalvingPruner(),
             "sha3": optuna.pruners.SuccessiveHalvingPruner(min_resource=3),
+            "sha3-rf2": optuna.pruners.SuccessiveHalvingPruner(min_resource=3, reduction_factor=2),
             "hyperband": optuna.pruners.HyperbandPruner(min_resource=1, max_resource=EPOCHS, reduction_factor=3),
         }
         self.study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed),
@@ -189,13 +190,13 @@ class RayAshaPeer(_PoolPeer):
         def __init__(self, trial_id: str) -> None:
             self.trial_id = trial_id
 
-    def __init__(self, workers: int, seed: int, grace_period: int = 1) -> None:
+    def __init__(self, workers: int, seed: int, grace_period: int = 1, reduction_factor: int = 4) -> None:
         super().__init__(workers, seed)
         from ray.tune.schedulers import ASHAScheduler
 
         np.random.seed(seed)
         self.scheduler = ASHAScheduler(time_attr="epochs", metric="val_accuracy", mode="max", max_t=EPOCHS,
-                                       grace_period=grace_period, reduction_factor=4)
+                                       grace_period=grace_period, reduction_factor=reduction_factor)
         self.space = HParamSpace(HPARAMS)
         self.trials: dict[str, RayAshaPeer._Trial] = {}
 

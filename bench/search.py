@@ -24,12 +24,15 @@ method; the budget may differ per W, see above, and is the same for every method
 [3, 13, 52] and [13, 52] epochs), `asha-aggr` (mode aggressive: the one bracket [3, 13, 52]),
 `asha-promo` (`asha_promotion`, Determined 0.37's promotion-based ASHA, mode aggressive), `asha-tpe`
 / `asha-aggr-tpe` (the same two ASHAs with `sampler: tpe`: new trials' hyperparameters from Optuna's
-TPE fed with every rung result), `hyperband` (eta 3, max_trials scaled so one iteration fills the
+TPE fed with every rung result), `asha-evo` / `asha-aggr-evo` (the same two with `sampler: evolution`:
+new trials mutate the trials with the best rung results) and `asha-aggr-evo-d2` (aggressive, divisor 2:
+rungs [3, 6, 13, 26, 52]), `hyperband` (eta 3, max_trials scaled so one iteration fills the
 budget), `pbt` (population max(2W, min(budget W, 64)), 13 rounds of 4 epochs); peers: Optuna 5 TPE
 alone (`optuna-tpe`), with SuccessiveHalvingPruner at its defaults (`optuna-sha`) and with
-min_resource=3 (`optuna-sha3`), with HyperbandPruner(1, 52, 3) (`optuna-hb`), all ask/tell and
+min_resource=3 (`optuna-sha3`; with reduction factor 2 as well: `optuna-sha3-rf2`), with HyperbandPruner(1, 52, 3) (`optuna-hb`), all ask/tell and
 reporting every epoch; Ray Tune's ASHAScheduler over random samples, grace 1 (its default,
-`ray-asha`) and grace 3 (`ray-asha3`), reduction factor 4, max_t 52. The peers are wrapped as
+`ray-asha`) and grace 3 (`ray-asha3`), reduction factor 4, max_t 52, and grace 3 with reduction
+factor 2 (`ray-asha3-rf2`: the peer of our divisor-2 variant). The peers are wrapped as
 `SearchMethod`s so that they see the same workers, clock and events as ours. Our random-sampling
 searchers and the Ray peers draw configurations from the same seeded stream (common random numbers:
 they see the same candidates in the same order and differ only in what they stop); Optuna and our
@@ -82,6 +85,11 @@ def method_config(name: str, seed: int, workers: int, budget_full: int) -> dict:
     if name == "asha-aggr":
         return base_config(seed, {"name": "adaptive_asha", "mode": "aggressive", "max_trials": big,
                                   "max_concurrent_trials": workers, **time_})
+    if name in ("asha-evo", "asha-aggr-evo", "asha-aggr-evo-d2"):
+        mode = "standard" if name == "asha-evo" else "aggressive"
+        return base_config(seed, {"name": "adaptive_asha", "mode": mode, "sampler": "evolution", "max_trials": big,
+                                  "max_concurrent_trials": workers, **time_,
+                                  **({"divisor": 2} if name.endswith("-d2") else {})})
     if name in ("asha-tpe", "asha-aggr-tpe"):
         mode = "aggressive" if name == "asha-aggr-tpe" else "standard"
         return base_config(seed, {"name": "adaptive_asha", "mode": mode, "sampler": "tpe", "max_trials": big,
@@ -100,9 +108,12 @@ def method_config(name: str, seed: int, workers: int, budget_full: int) -> dict:
     raise ValueError(name)
 
 
-OURS = ["random", "asha", "asha-aggr", "asha-promo", "asha-tpe", "asha-aggr-tpe", "hyperband", "pbt"]
-OUR_ASHAS = ["asha", "asha-aggr", "asha-promo", "asha-tpe", "asha-aggr-tpe"]
-PEERS = ["optuna-tpe", "optuna-sha", "optuna-sha3", "optuna-hb", "ray-asha", "ray-asha3"]
+OURS = ["random", "asha", "asha-aggr", "asha-promo", "asha-tpe", "asha-aggr-tpe", "asha-evo", "asha-aggr-evo",
+        "asha-aggr-evo-d2", "hyperband", "pbt"]
+OUR_ASHAS = ["asha", "asha-aggr", "asha-promo", "asha-tpe", "asha-aggr-tpe", "asha-evo", "asha-aggr-evo", "asha-aggr-evo-d2"]
+PEERS = ["optuna-tpe", "optuna-sha", "optuna-sha3", "optuna-sha3-rf2", "optuna-hb", "ray-asha", "ray-asha3",
+         "ray-asha3-rf2"]
+PRUNING_PEERS = ["ray-asha", "ray-asha3", "ray-asha3-rf2", "optuna-sha", "optuna-sha3", "optuna-sha3-rf2", "optuna-hb"]
 METHODS = OURS + PEERS
 
 
@@ -120,10 +131,14 @@ def run_method(name: str, task: str, seed: int, workers: int, budget_full: int, 
         search = OptunaPeer(workers, seed, "hyperband")
     elif name == "optuna-sha3":
         search = OptunaPeer(workers, seed, "sha3")
+    elif name == "optuna-sha3-rf2":
+        search = OptunaPeer(workers, seed, "sha3-rf2")
     elif name == "ray-asha":
         search = RayAshaPeer(workers, seed)
     elif name == "ray-asha3":
         search = RayAshaPeer(workers, seed, grace_period=3)
+    elif name == "ray-asha3-rf2":
+        search = RayAshaPeer(workers, seed, grace_period=3, reduction_factor=2)
     if search is None:
         search = make_search_method(cfg)
     started = time.perf_counter()
@@ -321,7 +336,7 @@ def main() -> None:
     for w in workers_list:
         s = speed_summary[w]
         r = regret_summary[w]
-        peers = [p for p in ("ray-asha", "ray-asha3", "optuna-sha", "optuna-sha3", "optuna-hb") if p in r]
+        peers = [p for p in PRUNING_PEERS if p in r]
         for ours in [m for m in OUR_ASHAS if m in r]:
             sa, sb = s[ours]
             verdict.append(f"W={w}: {ours} {sa:.2f}x faster than random to mark A, the 1% mark "
