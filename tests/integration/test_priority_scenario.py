@@ -41,7 +41,9 @@ def test_seed_priority_scenario_end_to_end(tmp_path):
         assert job_of(c, asha)["slots_allocated"] == 0
         wait_state(c, dist, "COMPLETED")
         # 3. a priority-3 command (not preemptible) waits while the search still wants slots
-        c.client().post("/commands", {"config": {"entrypoint": ["sleep", "60"], "resources": {"priority": 3}}})
+        # (it runs until step 7 kills it: it may start on a slot the search's last trial leaves free, and a
+        # slow machine could otherwise see it end before step 4 looks for it)
+        c.client().post("/commands", {"config": {"entrypoint": ["sleep", "900"], "resources": {"priority": 3}}})
         c.wait_for(lambda: job_of(c, asha)["slots_allocated"] == 2, what="the search to take the slots back")
         assert _command_job(c)["state"] == "QUEUED"
         # 4. the search completes: the command runs
