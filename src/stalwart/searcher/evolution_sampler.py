@@ -26,6 +26,7 @@ makes the same next suggestion.
 from __future__ import annotations
 
 import copy
+import heapq
 import math
 import random
 from collections.abc import Mapping
@@ -49,9 +50,9 @@ class EvolutionModel:
 
     def ask(self, rid: str) -> dict:
         """Hyperparameters for the new trial `rid`."""
-        results = sum(1 for r in self.records.values() if r["step"] is not None)
-        if results >= MIN_RESULTS and self.rng.random() < EXPLOIT_PROBABILITY:
-            elite = self.elite()
+        scored = self._scored()
+        if len(scored) >= MIN_RESULTS and self.rng.random() < EXPLOIT_PROBABILITY:
+            elite = self._best(scored)
             parent = self.records[elite[self.rng.randrange(len(elite))]]
             hparams = self.space.explore(parent["hparams"], self.rng, RESAMPLE_PROBABILITY, PERTURB_FACTOR)
         else:
@@ -62,9 +63,15 @@ class EvolutionModel:
     def elite(self) -> list[str]:
         """The trials parents are picked from, best first: the top `TOP_FRACTION` (at least 2) of those with a
         result, by highest rung reached, then value there (ties: the older trial first)."""
-        ranked = [rid for rid, r in self.records.items() if r["step"] is not None]
-        ranked.sort(key=lambda rid: (-self.records[rid]["step"], self.records[rid]["value"]))
-        return ranked[: max(2, math.ceil(TOP_FRACTION * len(ranked)))]
+        return self._best(self._scored())
+
+    def _scored(self) -> list[str]:
+        return [rid for rid, r in self.records.items() if r["step"] is not None]
+
+    def _best(self, scored: list[str]) -> list[str]:
+        # nsmallest is sorted(...)[:n], ties in input order included, without sorting every trial on each ask
+        return heapq.nsmallest(max(2, math.ceil(TOP_FRACTION * len(scored))), scored,
+                               key=lambda rid: (-self.records[rid]["step"], self.records[rid]["value"]))
 
     def report(self, rid: str, step: float, value: float) -> None:
         """`rid` reached `value` (smaller is better) at rung length `step`; the highest rung counts."""

@@ -6,7 +6,7 @@
 | random | RandomSearch | random_search |
 | grid | GridSearch | grid |
 | async_halving | Tournament of one stop-based Bracket | asha |
-| adaptive_asha | Tournament of stop-based Brackets (with `sampler: tpe`, fed by an OptunaModel) | asha |
+| adaptive_asha | Tournament of stop-based Brackets (`sampler: tpe` / `evolution`: fed by an OptunaModel / EvolutionModel) | asha |
 | asha_promotion (or adaptive_asha / async_halving with `stop_once: false` set) | Tournament of PromotionBrackets | asha_promotion |
 | hyperband | HyperbandSearch | hyperband |
 | pbt | PBTSearch | pbt |
