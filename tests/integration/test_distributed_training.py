@@ -75,7 +75,8 @@ def test_two_workers_train_like_one_process_with_the_whole_batch(two_slot_cluste
 def test_two_workers_resume_after_pause_where_they_stopped(two_slot_cluster):
     c = two_slot_cluster
     reference = run_to_end(c, config("distributed.yaml", slots=1))
-    exp_id = create(c, config("distributed.yaml", slots=2, batch_sleep=0.1), EXAMPLE)
+    # 0.5 s a batch: ~15 s between the first report (step 10) and the end (40), room for a loaded machine's pause
+    exp_id = create(c, config("distributed.yaml", slots=2, batch_sleep=0.5), EXAMPLE)
     trial_id = first_trial(c, exp_id)
     c.wait_for(lambda: metrics(c, trial_id, "training"), timeout=120, what="a first training report")
     c.cli("e", "pause", str(exp_id), check=True)
