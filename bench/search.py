@@ -4,11 +4,12 @@ Run from the repository root (peers: `.venv/bin/pip install optuna "ray[tune]" o
 
     .venv/bin/python bench/search.py [--tasks 7593,126025,167149,189909] [--seeds 2] [--workers 4,32]
                                      [--budget 4=32,32=8] [--extend 4] [--procs 2] [--methods a,b]
-                                     [--skip-cost] [--json PATH]
+                                     [--extend-methods a,b] [--skip-cost] [--json PATH]
 
-(All methods at W = 4 and 32 take well over an hour of 2 cores here. The W = 32 budget is 8 full
-trainings of wall clock, i.e. 256 in worker time: with 32, Optuna's pruners make ~10,000 TPE trials
-a run and one such run, its per-report bookkeeping growing with the trials, did not finish in 10 min.)
+(All methods at W = 4 and 32 take well over an hour of 2 cores here, nearly all of it in the
+Optuna-based runs past the budget: one `optuna-sha` run on one cell took over 10 CPU-minutes at 4
+budgets. With `--extend-methods` naming random, our non-TPE searchers and the Ray peers, each W and
+8 cells take 8-11 min; see RESULTS B3, 2026-11-24.)
 
 Part 1, search quality. The LCBench surrogate (`/work/shared/data/yahpo-lcbench`, YAHPO Gym's ONNX
 model, loaded directly with onnxruntime: YAHPO Gym's own package pins numpy<2 and would downgrade
@@ -46,6 +47,9 @@ random search's own best within the budget. A method that has not reached a mark
 budget is run again (the simulation is deterministic, so its first part repeats exactly) for up to
 `extend` budgets to measure when it does: the time to a mark is measured, not truncated at the
 budget; a mark still unreached then counts as `extend` budgets, a bound in that method's favour.
+`--extend-methods` limits the runs past the budget to the methods named (and random): the targets
+need only ours and random's times, and at W = 32 the TPE-based methods' runs past the budget cost
+most of the CPU. A time the script did not measure is shown as '-' and enters no ratio.
 
 The surrogate and the peers live in bench/lcbench.py, part 2 in bench/search_cost.py.
 
@@ -73,30 +77,30 @@ from stalwart.searcher import make_search_method, simulate
 
 # -- methods ------------------------------------------------------------------------------------------
 
+# our early-stopping variants: searcher name and the settings on top of `max_trials`, `max_concurrent_trials`
+# and the 52-epoch `max_time`
+ASHA_VARIANTS = {
+    "asha": ("adaptive_asha", {}),
+    "asha-aggr": ("adaptive_asha", {"mode": "aggressive"}),
+    "asha-promo": ("asha_promotion", {"mode": "aggressive"}),
+    "asha-tpe": ("adaptive_asha", {"mode": "standard", "sampler": "tpe"}),
+    "asha-aggr-tpe": ("adaptive_asha", {"mode": "aggressive", "sampler": "tpe"}),
+    "asha-evo": ("adaptive_asha", {"mode": "standard", "sampler": "evolution"}),
+    "asha-aggr-evo": ("adaptive_asha", {"mode": "aggressive", "sampler": "evolution"}),
+    "asha-aggr-evo-d2": ("adaptive_asha", {"mode": "aggressive", "sampler": "evolution", "divisor": 2}),
+}
+
+
 def method_config(name: str, seed: int, workers: int, budget_full: int) -> dict:
     time_ = {"max_time": EPOCHS, "time_metric": "epochs"}
     big = 100_000
     if name == "random":
         return base_config(seed, {"name": "random", "max_trials": big, "max_concurrent_trials": workers,
                                   "max_length": {"epochs": EPOCHS}})
-    if name == "asha":
-        return base_config(seed, {"name": "adaptive_asha", "max_trials": big, "max_concurrent_trials": workers,
+    if name in ASHA_VARIANTS:
+        searcher, settings = ASHA_VARIANTS[name]
+        return base_config(seed, {"name": searcher, **settings, "max_trials": big, "max_concurrent_trials": workers,
                                   **time_})
-    if name == "asha-aggr":
-        return base_config(seed, {"name": "adaptive_asha", "mode": "aggressive", "max_trials": big,
-                                  "max_concurrent_trials": workers, **time_})
-    if name in ("asha-evo", "asha-aggr-evo", "asha-aggr-evo-d2"):
-        mode = "standard" if name == "asha-evo" else "aggressive"
-        return base_config(seed, {"name": "adaptive_asha", "mode": mode, "sampler": "evolution", "max_trials": big,
-                                  "max_concurrent_trials": workers, **time_,
-                                  **({"divisor": 2} if name.endswith("-d2") else {})})
-    if name in ("asha-tpe", "asha-aggr-tpe"):
-        mode = "aggressive" if name == "asha-aggr-tpe" else "standard"
-        return base_config(seed, {"name": "adaptive_asha", "mode": mode, "sampler": "tpe", "max_trials": big,
-                                  "max_concurrent_trials": workers, **time_})
-    if name == "asha-promo":
-        return base_config(seed, {"name": "asha_promotion", "mode": "aggressive", "max_trials": big,
-                                  "max_concurrent_trials": workers, **time_})
     if name == "hyperband":
         # one Hyperband iteration (eta 3, 4 brackets) plans 657 epochs for 49 trials: scale to the budget
         trials = max(49, round(49 * budget_full * EPOCHS / 657))
@@ -108,9 +112,8 @@ def method_config(name: str, seed: int, workers: int, budget_full: int) -> dict:
     raise ValueError(name)
 
 
-OURS = ["random", "asha", "asha-aggr", "asha-promo", "asha-tpe", "asha-aggr-tpe", "asha-evo", "asha-aggr-evo",
-        "asha-aggr-evo-d2", "hyperband", "pbt"]
-OUR_ASHAS = ["asha", "asha-aggr", "asha-promo", "asha-tpe", "asha-aggr-tpe", "asha-evo", "asha-aggr-evo", "asha-aggr-evo-d2"]
+OUR_ASHAS = list(ASHA_VARIANTS)
+OURS = ["random", *OUR_ASHAS, "hyperband", "pbt"]
 PEERS = ["optuna-tpe", "optuna-sha", "optuna-sha3", "optuna-sha3-rf2", "optuna-hb", "ray-asha", "ray-asha3",
          "ray-asha3-rf2"]
 PRUNING_PEERS = ["ray-asha", "ray-asha3", "ray-asha3-rf2", "optuna-sha", "optuna-sha3", "optuna-sha3-rf2", "optuna-hb"]
@@ -185,12 +188,15 @@ def marks(runs: list[dict], limits: dict, methods: list[str]) -> dict:
 
 
 def med(values: list[float]) -> float:
-    return statistics.median(values) if values else math.nan
+    """The median; NaN when empty or when any value is NaN (a time that was not measured)."""
+    if not values or any(math.isnan(v) for v in values):
+        return math.nan
+    return statistics.median(values)
 
 
 
 def quality_report(runs: list[dict], refs: dict, limits: dict, cell_marks: dict, workers_list: list[int],
-                   methods: list[str], extend: float) -> list[str]:
+                   methods: list[str], extend: float, extended: set[str]) -> list[str]:
     lines = []
 
     def cap(t: float) -> float:
@@ -208,6 +214,8 @@ def quality_report(runs: list[dict], refs: dict, limits: dict, cell_marks: dict,
         def time_to_mark(m, cell, which):
             run = by[(m, *cell)]
             t = time_to(run.get("trace_ext", run["trace"]), cell_marks[(*cell, workers)][which]) / limit[cell]
+            if t > 1.0 and m not in extended:
+                return math.nan  # missed within the budget and, by --extend-methods, not run on: not measured
             return t if t <= extend else math.inf
 
         regret = {m: [refs[c[0]] - best(m, c) for c in cells] for m in methods}
@@ -225,7 +233,7 @@ def quality_report(runs: list[dict], refs: dict, limits: dict, cell_marks: dict,
             reached = sum(1 for t in ta[m] if t <= 1.0)
             trials = med([by[(m, *c)]["trials"] for c in cells])
             lines.append(f"{m:<12} {fmt(med(regret[m]), 3):>10} {reached:>10}/{len(cells):<3} {fmt(med(ta[m])):>7} "
-                         f"{fmt(speed(ta, m)):>8}x {fmt(med(tb[m])):>7} {fmt(speed(tb, m)):>8}x {trials:>7.0f}")
+                         f"{times(speed(ta, m)):>9} {fmt(med(tb[m])):>7} {times(speed(tb, m)):>9} {trials:>7.0f}")
         lines.append("")
         lines.append("ours vs each peer: median regret ours/peer (< 1 better) | median per-cell time to mark A peer/ours (> 1 faster)")
         peers = [p for p in ["random"] + PEERS if p in methods]
@@ -245,6 +253,11 @@ def quality_report(runs: list[dict], refs: dict, limits: dict, cell_marks: dict,
 
 regret_summary: dict = {}
 speed_summary: dict = {}
+
+
+def times(x: float) -> str:
+    """A speed-up as '2.50x', or '-' when it was not measured."""
+    return "-" if math.isnan(x) else fmt(x) + "x"
 
 
 def _ratio(a: float, b: float) -> float:
@@ -276,6 +289,9 @@ def main() -> None:
                          "one number for every W, or W=B pairs")
     ap.add_argument("--extend", type=float, default=4,
                     help="a method that has not reached a mark within the budget runs on for up to this many budgets")
+    ap.add_argument("--extend-methods", default="all",
+                    help="the methods that run on past the budget (random always does); the others' times to a "
+                         "mark they missed within the budget are shown as not measured ('-')")
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--skip-cost", action="store_true")
@@ -287,6 +303,14 @@ def main() -> None:
     methods = args.methods.split(",")
     if "random" not in methods:
         methods.insert(0, "random")
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise SystemExit(f"--methods: unknown {', '.join(unknown)}; choose from {', '.join(METHODS)}")
+    extend_methods = set(methods if args.extend_methods == "all" else args.extend_methods.split(",") + ["random"])
+    unselected = sorted(extend_methods - set(methods))
+    if unselected:
+        raise SystemExit(f"--extend-methods: {', '.join(unselected)} not in --methods ({', '.join(methods)})")
+    not_extended = [m for m in methods if m not in extend_methods]
     started = time.perf_counter()
 
     surrogate = Surrogate()
@@ -302,8 +326,9 @@ def main() -> None:
         cell_marks = marks(runs, limits, methods)
         late = {}
         for r in runs:
-            if time_to(r["trace"], cell_marks[(r["task"], r["seed"], r["workers"])][0]) > limits[(r["task"], r["workers"])]:
-                late.setdefault((r["task"], r["seed"], r["workers"]), []).append(r["method"])
+            cell = (r["task"], r["seed"], r["workers"])
+            if r["method"] in extend_methods and time_to(r["trace"], cell_marks[cell][0]) > limits[(r["task"], r["workers"])]:
+                late.setdefault(cell, []).append(r["method"])
         ext_jobs = [(task, seed, w, round(budgets[w] * w), args.extend * limits[(task, w)], ms)
                     for (task, seed, w), ms in sorted(late.items())]
         by = {(r["method"], r["task"], r["seed"], r["workers"]): r for r in runs}
@@ -319,10 +344,12 @@ def main() -> None:
            f"tasks {', '.join(tasks)}; seeds 1..{args.seeds}; budget "
            + ", ".join(f"W={w}: {budgets[w]:g}" for w in workers_list) + " median full trainings of "
            f"wall clock (x W of worker time); {extended} runs that missed mark A within the budget ran on for "
-           f"up to {args.extend:g} budgets",
+           f"up to {args.extend:g} budgets"
+           + ("; not run on past the budget (times past it not measured, '-'): " + ", ".join(not_extended)
+              if not_extended else ""),
            "task bests (ref): " + ", ".join(f"{t} {refs[t]:.2f}" for t in tasks),
            "median full-training time (s, simulated): " + ", ".join(f"{t} {pool[t][1]:.0f}" for t in tasks), ""]
-    out += quality_report(runs, refs, limits, cell_marks, workers_list, methods, args.extend)
+    out += quality_report(runs, refs, limits, cell_marks, workers_list, methods, args.extend, extend_methods)
     failed = [f"{r['method']}/{r['task']}/{r['seed']}/W{r['workers']}" for r in runs if r["failed"]]
     out.append(f"runs whose search ended in failure: {len(failed)} {' '.join(failed)}")
     out.append("median real CPU seconds per run: " + ", ".join(f"{m} {cpu[m]:.1f}" for m in methods))
@@ -339,10 +366,16 @@ def main() -> None:
         peers = [p for p in PRUNING_PEERS if p in r]
         for ours in [m for m in OUR_ASHAS if m in r]:
             sa, sb = s[ours]
-            verdict.append(f"W={w}: {ours} {sa:.2f}x faster than random to mark A, the 1% mark "
-                           f"({'meets' if sa >= 3 else 'misses'} >= 3x; mark B {sb:.2f}x); median regret "
-                           f"{r[ours]:.3f} vs " + ", ".join(f"{p} {r[p]:.3f}" for p in peers)
-                           + f" ({'meets' if all(r[ours] <= r[p] + 1e-9 for p in peers) else 'MISSES'} 'no worse')")
+            if math.isnan(sa):
+                speed = "time to mark A not measured (not in --extend-methods"
+            else:
+                speed = f"{sa:.2f}x faster than random to mark A, the 1% mark ({'meets' if sa >= 3 else 'misses'} >= 3x"
+            if peers:
+                no_worse = "meets" if all(r[ours] <= r[p] + 1e-9 for p in peers) else "MISSES"
+                regret = "vs " + ", ".join(f"{p} {r[p]:.3f}" for p in peers) + f" ({no_worse} 'no worse')"
+            else:
+                regret = "(no pruning peer in --methods to compare with)"
+            verdict.append(f"W={w}: {ours} {speed}; mark B {times(sb)}); median regret {r[ours]:.3f} {regret}")
     out += ["", "verdict:"] + verdict
     out.append(f"wall time {time.perf_counter() - started:.0f} s")
     print("\n".join(out))
