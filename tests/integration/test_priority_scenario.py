@@ -13,7 +13,9 @@ from integration.helpers import create, digits_config, wait_state
 from integration.sched_helpers import GANG, gang_config, job_of, jobs, runs
 from stalwart.testing import LocalTestCluster
 
-pytestmark = pytest.mark.integration
+# About ten trial and job processes start one after another here (each imports torch); on a loaded
+# 2-core CI machine with 4 test workers that took more than the suite's default 300 s once.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 CONFIG = "resource_manager:\n  scheduler: {type: priority, priority: {preemption: true}}\n"
 SLOW = {"hyperparameters__batch_sleep": 0.01}
