@@ -11,6 +11,7 @@ import time
 from stalwart.api.errors import MasterUnavailable, StalwartError
 from stalwart.agent.outbox import LogShipper, Outbox
 from stalwart.agent.process import TrialProcess
+from stalwart.agent.slots import threads_per_slot
 from stalwart.client import Client
 
 log = logging.getLogger("stalwart.agent")
@@ -59,7 +60,8 @@ class Agent:
         with self._lock:
             if allocation_id in self.procs:
                 return
-            proc = TrialProcess(order, self.work_root, self.agent_id, self.shipper.add, self._exited)
+            proc = TrialProcess(order, self.work_root, self.agent_id, self.shipper.add, self._exited,
+                                threads=threads_per_slot(self.slots))
             self.procs[allocation_id] = proc
         try:
             ctx = self.client.get(f"/allocations/{allocation_id}/context")

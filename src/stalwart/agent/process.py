@@ -18,8 +18,10 @@ LAUNCHER = [sys.executable, "-m", "stalwart.harness.launch"]
 
 
 class TrialProcess:
-    def __init__(self, order: dict, root: pathlib.Path, agent_id: str, on_line, on_exit) -> None:
+    def __init__(self, order: dict, root: pathlib.Path, agent_id: str, on_line, on_exit,
+                 threads: int | None = None) -> None:
         self.order = order
+        self.threads = threads  # OMP_NUM_THREADS for each process of this run, unless the agent or config sets it
         self.allocation_id = order["allocation_id"]
         self.dir = root / self.allocation_id
         self.workdir = self.dir / "workdir"
@@ -51,6 +53,8 @@ class TrialProcess:
         env["DET_RUN_DIR"] = str(self.run_dir)
         env["DET_WORKDIR"] = str(self.workdir)
         env["PYTHONUNBUFFERED"] = "1"
+        if self.threads is not None:
+            env.setdefault("OMP_NUM_THREADS", str(self.threads))
         with self._lock:
             if self.killed:
                 self.exit_code = -9

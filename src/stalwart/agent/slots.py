@@ -1,4 +1,5 @@
-"""How many slots this machine offers: the GPUs it can see, else a configured number of CPU slots."""
+"""How many slots this machine offers (the GPUs it can see, else a configured number of CPU slots), and each
+slot's share of the CPU cores."""
 
 from __future__ import annotations
 
@@ -31,3 +32,17 @@ def detect(cpu_slots: int | None) -> tuple[int, str]:
     if gpus:
         return len(gpus), "cuda"
     return 1, "cpu"
+
+
+def threads_per_slot(slots: int) -> int:
+    """The CPU cores this process may use (its affinity: a Slurm or cgroup CPU set counts), shared out per slot.
+
+    Trial processes get it as OMP_NUM_THREADS unless it is set: left to itself, each PyTorch process starts a
+    thread per core, and several processes on one machine then fight over every core (on 2 busy cores, the
+    digits example's 400 steps took 4.7 s with a thread per core and 0.9 s with one thread).
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, cores // max(1, slots))
