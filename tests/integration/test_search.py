@@ -67,16 +67,19 @@ def test_asha_stops_weak_trials_early_and_the_best_reaches_full_length(two_slots
 
 
 def test_master_restart_mid_search_gives_the_same_trials(two_slots):
+    # half the trials of the test above: two whole searches run here, one trial process at a time per slot
     c = two_slots
-    first = create(c, _config(ASHA, SPACE, seed=5))
-    wait_state(c, first, {"COMPLETED", "ERROR"}, timeout=400)
-    second = create(c, _config(ASHA, SPACE, seed=5))
+    small = {**ASHA, "max_trials": 4, "max_concurrent_trials": 2}
+    first = create(c, _config(small, SPACE, seed=5))
+    wait_state(c, first, {"COMPLETED", "ERROR"}, timeout=280)
+    second = create(c, _config(small, SPACE, seed=5))
     c.wait_for(lambda: len(experiment(c, second)["trials"]) >= 3, what="the search to be under way")
     c.kill_master()
     time.sleep(1.0)
     c.start_master()
-    d = wait_state(c, second, {"COMPLETED", "ERROR"}, timeout=400)
+    d = wait_state(c, second, {"COMPLETED", "ERROR"}, timeout=280)
     assert d["experiment"]["state"] == "COMPLETED"
+    assert len(d["trials"]) == 4
 
     def trial_set(exp_id):
         trials = experiment(c, exp_id)["trials"]
