@@ -116,3 +116,36 @@ def test_master_crash_loses_no_acknowledged_metric_and_never_runs_a_trial_twice(
     lines = [l["log"] for l in logs(c, trial_id)]
     for step in range(20, 401, 20):
         assert any(f"steps_completed={step} loss=" in line for line in lines), step
+
+
+FINISHES_LATER = ("import time\nfrom determined import core\n"
+                  "with core.init() as ctx:\n    ctx.train.report_validation_metrics(1, {'x': 0.5})\n"
+                  "time.sleep(2)\n")
+
+
+def test_a_trial_that_ends_while_the_master_is_down_keeps_its_real_exit(cluster, tmp_path):
+    # the agent re-registers when the master is back, with the exit still queued: the master must not read the
+    # missing process as lost with its agent (the trial would wait for a run that never comes)
+    c = cluster
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    (ctx / "train.py").write_text(FINISHES_LATER)
+    exp_id = create(c, "entrypoint: python3 train.py\nsearcher: {name: single, metric: x, max_length: 1}\n", ctx)
+    trial_id = first_trial(c, exp_id)
+    c.wait_for(lambda: metrics(c, trial_id, "validation"), what="the validation report")
+    pid = live_run(c, trial_id)["pid"]
+    c.kill_master()
+
+    def gone() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    c.wait_for(gone, what="the trial to exit while the master is down")
+    c.start_master()  # at once: the agent's next registration attempt may come before its queued exit report
+    d = wait_state(c, exp_id, {"COMPLETED", "ERROR"}, timeout=60)
+    assert d["experiment"]["state"] == "COMPLETED", d["experiment"]["error_message"]
+    runs = c.client().get(f"/trials/{trial_id}")["runs"]
+    assert [(r["exit_reason"], r["exit_code"]) for r in runs] == [("EXITED", 0)]

@@ -38,6 +38,10 @@ class Agent:
         while not self._stop.is_set():
             with self._lock:
                 running = [a for a, p in self.procs.items() if p.exit_code is None]
+            # An exit the master has not been told of yet (it happened while the master was away) still counts
+            # as running here: the master would otherwise read the missing allocation as lost with its agent,
+            # and the queued exit report, with the real exit code, would arrive too late to count.
+            running += [a for a in self._undelivered_exits() if a not in running]
             try:
                 reply = self.client.post("/agents", {
                     "agent_id": self.agent_id, "hostname": socket.gethostname(), "slots": self.slots,
@@ -53,6 +57,11 @@ class Agent:
             log.info("registered agent %s with %d %s slot(s) at %s", self.agent_id, self.slots, self.slot_type,
                      self.client.url)
             return
+
+    def _undelivered_exits(self) -> list[str]:
+        prefix, suffix = "/allocations/", "/exited"
+        return [p[len(prefix):-len(suffix)] for p in self.outbox.queued_paths()
+                if p.startswith(prefix) and p.endswith(suffix)]
 
     # -- actions --------------------------------------------------------------------------
     def _start(self, order: dict) -> None:

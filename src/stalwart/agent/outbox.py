@@ -80,6 +80,11 @@ class Outbox(threading.Thread):
         with self._cv:
             return len(self._items)
 
+    def queued_paths(self) -> list[str]:
+        """The paths of the calls not yet delivered, oldest first."""
+        with self._cv:
+            return [path for path, _body, _before in self._items]
+
     def run(self) -> None:
         while True:
             with self._cv:

@@ -9,7 +9,7 @@ from stalwart.api.errors import ConfigError, InvalidStateError
 from stalwart.api.states import ExitReason
 from stalwart.context import pack_context
 from stalwart.db import tables as t
-from stalwart.master import agents, experiments, scheduling, trials
+from stalwart.master import agents, experiments, scheduling, searching, trials
 from stalwart.master.intake import MetricsWriter, parse_reports, register_checkpoint
 from stalwart.master.service import Master
 from stalwart.master.settings import MasterSettings
@@ -99,6 +99,31 @@ def test_agent_loss_requeues_without_counting_a_restart(m, ctx_archive, tmp_path
     _exit(m, _live_alloc(m), None, ExitReason.AGENT_LOST)
     assert _rows(m, t.trials)[0]["restarts"] == 0
     assert _live_alloc(m)["run_id"] == 2
+
+
+def test_agent_loss_of_a_trial_being_stopped_ends_it_instead_of_leaving_it_waiting(m, ctx_archive, tmp_path):
+    # the searcher stops a running trial; its agent is lost before the exit is reported: nothing may requeue it,
+    # so it must end (completed, as a searcher stop does) and the experiment with it
+    exp_id = _create(m, ctx_archive, tmp_path)
+    alloc = _live_alloc(m)
+    trial = _rows(m, t.trials)[0]
+    with m.db.begin() as conn:
+        assert searching._stop_trial(m, conn, exp_id, trial["request_id"]) is False  # running: preempted first
+    assert _rows(m, t.allocations, id=alloc["id"])[0]["preempt_requested"]
+    _exit(m, alloc, None, ExitReason.AGENT_LOST)
+    scheduling.tick(m)
+    assert _rows(m, t.trials)[0]["state"] == "COMPLETED"
+    assert [a["id"] for a in _rows(m, t.allocations)] == [alloc["id"]]
+    assert _rows(m, t.experiments, id=exp_id)[0]["state"] == "COMPLETED"
+
+
+def test_agent_loss_while_killing_cancels(m, ctx_archive, tmp_path):
+    exp_id = _create(m, ctx_archive, tmp_path)
+    alloc = _live_alloc(m)
+    experiments.kill(m, exp_id)
+    _exit(m, alloc, None, ExitReason.AGENT_LOST)
+    assert _rows(m, t.trials)[0]["state"] == "CANCELED"
+    assert _rows(m, t.experiments)[0]["state"] == "CANCELED"
 
 
 def test_pause_preempts_then_activate_requeues(m, ctx_archive, tmp_path):
