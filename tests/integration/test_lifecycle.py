@@ -62,7 +62,7 @@ def test_pause_then_activate_resumes_from_latest_checkpoint(cluster):
     assert [r["exit_reason"] for r in runs] == ["PREEMPTED", "EXITED"]
     second = [m for m in metrics(c, trial_id, "training") if m["trial_run_id"] == 2]
     assert second and min(m["steps_completed"] for m in second) == (paused_at // 20 + 1) * 20
-    assert any(f"resumed from checkpoint" in l["log"] and f"steps_completed={paused_at}" in l["log"]
+    assert any("resumed from checkpoint" in l["log"] and f"steps_completed={paused_at}" in l["log"]
                for l in logs(c, trial_id))
 
 
