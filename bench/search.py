@@ -255,6 +255,14 @@ regret_summary: dict = {}
 speed_summary: dict = {}
 
 
+def progress(phase: str, done: int, total: int, cell_runs: list[dict], started: float) -> None:
+    """One line on stderr per finished cell: a long run shows how far it is and which method costs the most."""
+    slowest = max(cell_runs, key=lambda r: r["cpu_s"])
+    first = cell_runs[0]
+    print(f"[{time.perf_counter() - started:6.0f} s] {phase} {done}/{total}: task {first['task']} seed {first['seed']} "
+          f"W={first['workers']}; slowest {slowest['method']} {slowest['cpu_s']:.0f} s", file=sys.stderr, flush=True)
+
+
 def times(x: float) -> str:
     """A speed-up as '2.50x', or '-' when it was not measured."""
     return "-" if math.isnan(x) else fmt(x) + "x"
@@ -320,8 +328,9 @@ def main() -> None:
             for w in workers_list for task in tasks for seed in range(1, args.seeds + 1)]
     runs: list[dict] = []
     with multiprocessing.get_context("fork").Pool(args.procs) as p:
-        for cell_runs in p.imap(run_cell, jobs):
+        for done, cell_runs in enumerate(p.imap(run_cell, jobs), 1):
             runs += cell_runs
+            progress("cell", done, len(jobs), cell_runs, started)
         # time to the marks, measured: whoever has not reached mark A within the budget runs on (same seeds)
         cell_marks = marks(runs, limits, methods)
         late = {}
@@ -332,7 +341,8 @@ def main() -> None:
         ext_jobs = [(task, seed, w, round(budgets[w] * w), args.extend * limits[(task, w)], ms)
                     for (task, seed, w), ms in sorted(late.items())]
         by = {(r["method"], r["task"], r["seed"], r["workers"]): r for r in runs}
-        for job, cell_runs in zip(ext_jobs, p.imap(run_cell, ext_jobs), strict=True):
+        for done, (job, cell_runs) in enumerate(zip(ext_jobs, p.imap(run_cell, ext_jobs), strict=True), 1):
+            progress("past the budget", done, len(ext_jobs), cell_runs, started)
             for ext in cell_runs:
                 by[(ext["method"], job[0], job[1], job[2])]["trace_ext"] = ext["trace"]
     extended = sum(len(ms) for ms in late.values())
