@@ -73,8 +73,8 @@ def determined_venv(tmp_path_factory):
     """A separate virtual environment with the real determined==0.38.1 (and torch, sklearn).
 
     torch, scikit-learn and tensorboard come from this test run's own environment, made visible with a .pth
-    file after the new environment's own site-packages: installing torch again took 10 minutes of a loaded
-    CI machine. Stalwart's `determined` is not among them (trials get it through PYTHONPATH only), so
+    file after the new environment's own site-packages: installing torch again took 10-12 minutes on a
+    loaded 2-core machine. Stalwart's `determined` is not among them (trials get it through PYTHONPATH only), so
     `import determined` finds the real one installed here."""
     venv = tmp_path_factory.mktemp("det-venv")
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
