@@ -5,6 +5,11 @@ Run from the repository root (peers: `.venv/bin/pip install optuna "ray[tune]" o
     .venv/bin/python bench/search.py [--tasks 7593,126025,167149,189909] [--seeds 2] [--workers 4,32]
                                      [--budget 4=32,32=8] [--extend 4] [--procs 2] [--methods a,b]
                                      [--extend-methods a,b] [--skip-cost] [--json PATH]
+    .venv/bin/python bench/search.py --merge A.json,B.json [same --workers --budget --extend --methods ...]
+
+`--merge` reports on the cells of earlier `--json` runs over disjoint tasks together, as one run over
+all their tasks would (every number is per cell, or a median over cells), so a long run can be made
+in parts; it refuses files with another budget or extension, or with overlapping cells.
 
 (All methods at W = 4 and 32 take well over an hour of 2 cores here, nearly all of it in the
 Optuna-based runs past the budget: one `optuna-sha` run on one cell took over 10 CPU-minutes at 4
@@ -287,6 +292,56 @@ def parse_budgets(text: str, workers_list: list[int]) -> dict[int, float]:
     return given
 
 
+def late_runs(runs: list[dict], cell_marks: dict, limits: dict, extend_methods: set[str]) -> dict:
+    """{cell: methods} that had not reached mark A within the budget and are to run on past it."""
+    late: dict = {}
+    for r in runs:
+        cell = (r["task"], r["seed"], r["workers"])
+        if r["method"] in extend_methods and time_to(r["trace"], cell_marks[cell][0]) > limits[(r["task"], r["workers"])]:
+            late.setdefault(cell, []).append(r["method"])
+    return late
+
+
+def simulate_cells(args, jobs: list, budgets: dict, limits: dict, methods: list[str], extend_methods: set[str],
+                   started: float) -> tuple[list[dict], dict, dict]:
+    """Every method in every cell within the budget, then the late ones past it: (runs, cell marks, late)."""
+    runs: list[dict] = []
+    with multiprocessing.get_context("fork").Pool(args.procs) as p:
+        for done, cell_runs in enumerate(p.imap(run_cell, jobs), 1):
+            runs += cell_runs
+            progress("cell", done, len(jobs), cell_runs, started)
+        # time to the marks, measured: whoever has not reached mark A within the budget runs on (same seeds)
+        cell_marks = marks(runs, limits, methods)
+        late = late_runs(runs, cell_marks, limits, extend_methods)
+        ext_jobs = [(task, seed, w, round(budgets[w] * w), args.extend * limits[(task, w)], ms)
+                    for (task, seed, w), ms in sorted(late.items())]
+        by = {(r["method"], r["task"], r["seed"], r["workers"]): r for r in runs}
+        for done, (job, cell_runs) in enumerate(zip(ext_jobs, p.imap(run_cell, ext_jobs), strict=True), 1):
+            progress("past the budget", done, len(ext_jobs), cell_runs, started)
+            for ext in cell_runs:
+                by[(ext["method"], job[0], job[1], job[2])]["trace_ext"] = ext["trace"]
+    return runs, cell_marks, late
+
+
+def load_runs(paths: list[str], extend: float) -> tuple[list[dict], dict]:
+    """The runs of earlier --json files and their budgets in simulated seconds ({"task/W": s}); their cells must
+    not overlap and their extension must be this run's."""
+    runs: list[dict] = []
+    limits: dict = {}
+    for path in paths:
+        with open(path) as f:
+            data = json.load(f)
+        if data["extend"] != extend:
+            raise SystemExit(f"--merge: {path} ran on for {data['extend']:g} budgets; this report uses {extend:g} "
+                             "(--extend)")
+        seen = {(r["method"], r["task"], r["seed"], r["workers"]) for r in runs}
+        if any((r["method"], r["task"], r["seed"], r["workers"]) in seen for r in data["runs"]):
+            raise SystemExit(f"--merge: {path} repeats cells of an earlier file; merge runs over disjoint tasks")
+        runs += data["runs"]
+        limits.update(data["limits"])
+    return runs, limits
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", default="7593,126025,167149,189909")
@@ -304,8 +359,15 @@ def main() -> None:
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--skip-cost", action="store_true")
     ap.add_argument("--json")
+    ap.add_argument("--merge", help="comma-separated --json files of earlier runs over disjoint tasks (same budget, "
+                                    "methods and extension): report on their cells together instead of running")
     args = ap.parse_args()
     tasks = args.tasks.split(",")
+    merged = None
+    if args.merge:
+        merged, merged_limits = load_runs(args.merge.split(","), args.extend)
+        tasks = list(dict.fromkeys(r["task"] for r in merged))
+        args.seeds = max(r["seed"] for r in merged)
     workers_list = [int(w) for w in args.workers.split(",")]
     budgets = parse_budgets(args.budget, workers_list)
     methods = args.methods.split(",")
@@ -326,25 +388,18 @@ def main() -> None:
     limits = {(task, w): budgets[w] * pool[task][1] for task in tasks for w in workers_list}
     jobs = [(task, seed, w, round(budgets[w] * w), limits[(task, w)], methods)
             for w in workers_list for task in tasks for seed in range(1, args.seeds + 1)]
-    runs: list[dict] = []
-    with multiprocessing.get_context("fork").Pool(args.procs) as p:
-        for done, cell_runs in enumerate(p.imap(run_cell, jobs), 1):
-            runs += cell_runs
-            progress("cell", done, len(jobs), cell_runs, started)
-        # time to the marks, measured: whoever has not reached mark A within the budget runs on (same seeds)
+    if merged is not None:
+        if any(abs(merged_limits[f"{t}/{w}"] - limits[(t, w)]) > 1e-6 * limits[(t, w)] for (t, w) in limits):
+            raise SystemExit("--merge: the files were run with another --budget; give the one they were run with")
+        runs = [r for r in merged if r["workers"] in workers_list and r["method"] in methods]
+        missing = {(t, w) for t in tasks for w in workers_list} - {(r["task"], r["workers"]) for r in runs}
+        if missing or {r["method"] for r in runs} != set(methods):
+            raise SystemExit(f"--merge: the files lack cells {sorted(missing)} or some of --methods; give the "
+                             "--workers and --methods they were run with")
         cell_marks = marks(runs, limits, methods)
-        late = {}
-        for r in runs:
-            cell = (r["task"], r["seed"], r["workers"])
-            if r["method"] in extend_methods and time_to(r["trace"], cell_marks[cell][0]) > limits[(r["task"], r["workers"])]:
-                late.setdefault(cell, []).append(r["method"])
-        ext_jobs = [(task, seed, w, round(budgets[w] * w), args.extend * limits[(task, w)], ms)
-                    for (task, seed, w), ms in sorted(late.items())]
-        by = {(r["method"], r["task"], r["seed"], r["workers"]): r for r in runs}
-        for done, (job, cell_runs) in enumerate(zip(ext_jobs, p.imap(run_cell, ext_jobs), strict=True), 1):
-            progress("past the budget", done, len(ext_jobs), cell_runs, started)
-            for ext in cell_runs:
-                by[(ext["method"], job[0], job[1], job[2])]["trace_ext"] = ext["trace"]
+        late = late_runs(runs, cell_marks, limits, extend_methods)
+    else:
+        runs, cell_marks, late = simulate_cells(args, jobs, budgets, limits, methods, extend_methods, started)
     extended = sum(len(ms) for ms in late.values())
     refs = {task: max([pool[task][0]] + [r["trace"][-1][1] for r in runs if r["task"] == task and r["trace"]])
             for task in tasks}
