@@ -7,7 +7,7 @@ Run from the repository root (peers: `.venv/bin/pip install optuna "ray[tune]" o
                                      [--extend-methods a,b] [--skip-cost] [--json PATH]
     .venv/bin/python bench/search.py --merge A.json,B.json [same --workers --budget --extend --methods ...]
 
-`--merge` reports on the cells of earlier `--json` runs over disjoint tasks together, as one run over
+`--merge` reports on the cells of earlier `--json` runs (gzipped or not) over disjoint tasks together, as one run over
 all their tasks would (every number is per cell, or a median over cells), so a long run can be made
 in parts; it refuses files with another budget or extension, or with overlapping cells.
 
@@ -66,6 +66,7 @@ decision and peak memory (tracemalloc), against Optuna's in-memory storage doing
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import multiprocessing
@@ -329,7 +330,7 @@ def load_runs(paths: list[str], extend: float) -> tuple[list[dict], dict]:
     runs: list[dict] = []
     limits: dict = {}
     for path in paths:
-        with open(path) as f:
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
             data = json.load(f)
         if data["extend"] != extend:
             raise SystemExit(f"--merge: {path} ran on for {data['extend']:g} budgets; this report uses {extend:g} "
