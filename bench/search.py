@@ -390,13 +390,15 @@ def main() -> None:
     jobs = [(task, seed, w, round(budgets[w] * w), limits[(task, w)], methods)
             for w in workers_list for task in tasks for seed in range(1, args.seeds + 1)]
     if merged is not None:
+        runs = [r for r in merged if r["workers"] in workers_list and r["method"] in methods]
+        missing = sorted({(t, w) for t in tasks for w in workers_list} - {(r["task"], r["workers"]) for r in runs})
+        absent = sorted(set(methods) - {r["method"] for r in runs})
+        gaps = ([f"(task, W) {missing}"] if missing else []) + ([f"methods {', '.join(absent)}"] if absent else [])
+        if gaps:
+            raise SystemExit(f"--merge: the files have no runs for {'; '.join(gaps)}; give the --workers and "
+                             "--methods they were run with")
         if any(abs(merged_limits[f"{t}/{w}"] - limits[(t, w)]) > 1e-6 * limits[(t, w)] for (t, w) in limits):
             raise SystemExit("--merge: the files were run with another --budget; give the one they were run with")
-        runs = [r for r in merged if r["workers"] in workers_list and r["method"] in methods]
-        missing = {(t, w) for t in tasks for w in workers_list} - {(r["task"], r["workers"]) for r in runs}
-        if missing or {r["method"] for r in runs} != set(methods):
-            raise SystemExit(f"--merge: the files lack cells {sorted(missing)} or some of --methods; give the "
-                             "--workers and --methods they were run with")
         cell_marks = marks(runs, limits, methods)
         late = late_runs(runs, cell_marks, limits, extend_methods)
     else:
