@@ -73,6 +73,7 @@ def _trial_run_ended(m: Master, conn, trial: dict, exp, alloc, exit_code: int | 
     exp_state = S(exp["state"])
     if S(trial["state"]).terminal:
         return
+    cancelled = alloc["kill_requested"] or exp_state in (S.STOPPING_CANCELED, S.STOPPING_KILLED)
     if reason is ExitReason.AGENT_LOST:
         if not (trial["stop_requested"] or alloc["kill_requested"] or exp_state.stopping):
             master_line(conn, tid, f"agent {alloc['agent_id']} was lost; the trial will resume from its latest "
@@ -81,14 +82,14 @@ def _trial_run_ended(m: Master, conn, trial: dict, exp, alloc, exit_code: int | 
         # it was being stopped: nothing will run it again, so it ends here (a searcher's stop completes it)
         master_line(conn, tid, f"agent {alloc['agent_id']} was lost while the trial was being stopped; "
                     "it ends at its latest checkpoint", "WARNING", aid)
-        if not (alloc["kill_requested"] or exp_state in (S.STOPPING_CANCELED, S.STOPPING_KILLED)):
+        if not cancelled:
             _finish_trial(m, conn, trial, S.COMPLETED, TrialExit.COMPLETED)
             return
     if reason is ExitReason.PREEMPTED and exit_code != 0 and not alloc["kill_requested"]:
         master_line(conn, tid, f"trial did not exit within preemption_timeout and was killed ({describe_exit(exit_code)}); "
                     "it resumes from its latest checkpoint (not counted as a restart)", "WARNING", aid)
         return
-    if alloc["kill_requested"] or exp_state in (S.STOPPING_CANCELED, S.STOPPING_KILLED):
+    if cancelled:
         master_line(conn, tid, f"trial stopped ({describe_exit(exit_code)})", "INFO", aid)
         _finish_trial(m, conn, trial, S.CANCELED, TrialExit.CANCELED)
         return
