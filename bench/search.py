@@ -9,7 +9,8 @@ Run from the repository root (peers: `.venv/bin/pip install optuna "ray[tune]" o
 
 `--merge` reports on the cells of earlier `--json` runs (gzipped or not) over disjoint tasks together, as one run over
 all their tasks would (every number is per cell, or a median over cells), so a long run can be made
-in parts; it refuses files with another budget or extension, or with overlapping cells.
+in parts; it refuses files with another budget or extension, other --extend-methods (files written
+since the JSON records them), or overlapping cells.
 
 (All methods at W = 4 and 32 take well over an hour of 2 cores here, nearly all of it in the
 Optuna-based runs past the budget: one `optuna-sha` run on one cell took over 10 CPU-minutes at 4
@@ -324,11 +325,13 @@ def simulate_cells(args, jobs: list, budgets: dict, limits: dict, methods: list[
     return runs, cell_marks, late
 
 
-def load_runs(paths: list[str], extend: float) -> tuple[list[dict], dict]:
-    """The runs of earlier --json files and their budgets in simulated seconds ({"task/W": s}); their cells must
-    not overlap and their extension must be this run's."""
+def load_runs(paths: list[str], extend: float) -> tuple[list[dict], dict, dict]:
+    """The runs of earlier --json files, their budgets in simulated seconds ({"task/W": s}) and the methods each
+    file ran on past the budget ({path: set}, for files that record it); their cells must not overlap and their
+    extension must be this run's."""
     runs: list[dict] = []
     limits: dict = {}
+    ran_on: dict = {}
     for path in paths:
         with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
             data = json.load(f)
@@ -340,7 +343,9 @@ def load_runs(paths: list[str], extend: float) -> tuple[list[dict], dict]:
             raise SystemExit(f"--merge: {path} repeats cells of an earlier file; merge runs over disjoint tasks")
         runs += data["runs"]
         limits.update(data["limits"])
-    return runs, limits
+        if "extend_methods" in data:
+            ran_on[path] = set(data["extend_methods"])
+    return runs, limits, ran_on
 
 
 def main() -> None:
@@ -366,7 +371,7 @@ def main() -> None:
     tasks = args.tasks.split(",")
     merged = None
     if args.merge:
-        merged, merged_limits = load_runs(args.merge.split(","), args.extend)
+        merged, merged_limits, merged_ran_on = load_runs(args.merge.split(","), args.extend)
         tasks = list(dict.fromkeys(r["task"] for r in merged))
         args.seeds = max(r["seed"] for r in merged)
     workers_list = [int(w) for w in args.workers.split(",")]
@@ -387,8 +392,6 @@ def main() -> None:
     surrogate = Surrogate()
     pool = {task: surrogate.pool(task) for task in tasks}
     limits = {(task, w): budgets[w] * pool[task][1] for task in tasks for w in workers_list}
-    jobs = [(task, seed, w, round(budgets[w] * w), limits[(task, w)], methods)
-            for w in workers_list for task in tasks for seed in range(1, args.seeds + 1)]
     if merged is not None:
         runs = [r for r in merged if r["workers"] in workers_list and r["method"] in methods]
         missing = sorted({(t, w) for t in tasks for w in workers_list} - {(r["task"], r["workers"]) for r in runs})
@@ -399,9 +402,15 @@ def main() -> None:
                              "--methods they were run with")
         if any(abs(merged_limits[f"{t}/{w}"] - limits[(t, w)]) > 1e-6 * limits[(t, w)] for (t, w) in limits):
             raise SystemExit("--merge: the files were run with another --budget; give the one they were run with")
+        for path, ran_on in merged_ran_on.items():
+            if ran_on & set(methods) != extend_methods:
+                raise SystemExit(f"--merge: {path} ran on past the budget {', '.join(sorted(ran_on))}; give the "
+                                 "same --extend-methods")
         cell_marks = marks(runs, limits, methods)
         late = late_runs(runs, cell_marks, limits, extend_methods)
     else:
+        jobs = [(task, seed, w, round(budgets[w] * w), limits[(task, w)], methods)
+                for w in workers_list for task in tasks for seed in range(1, args.seeds + 1)]
         runs, cell_marks, late = simulate_cells(args, jobs, budgets, limits, methods, extend_methods, started)
     extended = sum(len(ms) for ms in late.values())
     refs = {task: max([pool[task][0]] + [r["trace"][-1][1] for r in runs if r["task"] == task and r["trace"]])
@@ -450,6 +459,7 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"runs": runs, "refs": refs, "cost": cost_rows, "extend": args.extend,
+                       "extend_methods": sorted(extend_methods),
                        "limits": {f"{k[0]}/{k[1]}": v for k, v in limits.items()}},
                       f, default=str)
 
