@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from stalwart.cli.local_cluster import pid_alive
 from integration.helpers import (
     checkpoints, create, digits_config, experiment, first_trial, live_run, logs, metrics, training_pids, wait_state,
 )
@@ -136,15 +137,7 @@ def test_a_trial_that_ends_while_the_master_is_down_keeps_its_real_exit(cluster,
     c.wait_for(lambda: metrics(c, trial_id, "validation"), what="the validation report")
     pid = live_run(c, trial_id)["pid"]
     c.kill_master()
-
-    def gone() -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        return False
-
-    c.wait_for(gone, what="the trial to exit while the master is down")
+    c.wait_for(lambda: not pid_alive(pid), what="the trial to exit while the master is down")
     c.start_master()  # at once: the agent's next registration attempt may come before its queued exit report
     d = wait_state(c, exp_id, {"COMPLETED", "ERROR"}, timeout=60)
     assert d["experiment"]["state"] == "COMPLETED", d["experiment"]["error_message"]
