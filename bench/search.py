@@ -7,8 +7,8 @@ Run from the repository root (peers: `.venv/bin/pip install optuna "ray[tune]" o
                                      [--extend-methods a,b] [--skip-cost] [--json PATH]
     .venv/bin/python bench/search.py --merge A.json,B.json [same --workers --budget --extend --methods ...]
 
-`--merge` reports on the cells of earlier `--json` runs (gzipped or not) over disjoint tasks together, as one run over
-all their tasks would (every number is per cell, or a median over cells), so a long run can be made
+`--merge` reports on the cells of earlier `--json` runs (gzipped or not) over disjoint tasks or seeds together, as
+one run over all their cells would (every number is per cell, or a median over cells), so a long run can be made
 in parts; it refuses files with another budget or extension, other --extend-methods (files written
 since the JSON records them), or overlapping cells.
 
@@ -340,7 +340,7 @@ def load_runs(paths: list[str], extend: float) -> tuple[list[dict], dict, dict]:
                              "(--extend)")
         seen = {(r["method"], r["task"], r["seed"], r["workers"]) for r in runs}
         if any((r["method"], r["task"], r["seed"], r["workers"]) in seen for r in data["runs"]):
-            raise SystemExit(f"--merge: {path} repeats cells of an earlier file; merge runs over disjoint tasks")
+            raise SystemExit(f"--merge: {path} repeats cells of an earlier file; merge runs over disjoint tasks or seeds")
         runs += data["runs"]
         limits.update(data["limits"])
         if "extend_methods" in data:
@@ -352,6 +352,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", default="7593,126025,167149,189909")
     ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--first-seed", type=int, default=1,
+                    help="seeds run are FIRST..FIRST+SEEDS-1 (a later run over more seeds can be --merge'd with this one)")
     ap.add_argument("--workers", default="4,32")
     ap.add_argument("--budget", default="4=32,32=8",
                     help="wall-clock budget in median full 52-epoch trainings (W workers: W times that in worker time): "
@@ -365,7 +367,7 @@ def main() -> None:
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--skip-cost", action="store_true")
     ap.add_argument("--json")
-    ap.add_argument("--merge", help="comma-separated --json files of earlier runs over disjoint tasks (same budget, "
+    ap.add_argument("--merge", help="comma-separated --json files of earlier runs over disjoint tasks or seeds (same budget, "
                                     "methods and extension): report on their cells together instead of running")
     args = ap.parse_args()
     tasks = args.tasks.split(",")
@@ -373,7 +375,6 @@ def main() -> None:
     if args.merge:
         merged, merged_limits, merged_ran_on = load_runs(args.merge.split(","), args.extend)
         tasks = list(dict.fromkeys(r["task"] for r in merged))
-        args.seeds = max(r["seed"] for r in merged)
     workers_list = [int(w) for w in args.workers.split(",")]
     budgets = parse_budgets(args.budget, workers_list)
     methods = args.methods.split(",")
@@ -394,9 +395,11 @@ def main() -> None:
     limits = {(task, w): budgets[w] * pool[task][1] for task in tasks for w in workers_list}
     if merged is not None:
         runs = [r for r in merged if r["workers"] in workers_list and r["method"] in methods]
-        missing = sorted({(t, w) for t in tasks for w in workers_list} - {(r["task"], r["workers"]) for r in runs})
+        seeds = sorted({r["seed"] for r in runs})
+        missing = sorted({(t, s, w) for t in tasks for s in seeds for w in workers_list}
+                         - {(r["task"], r["seed"], r["workers"]) for r in runs})
         absent = sorted(set(methods) - {r["method"] for r in runs})
-        gaps = ([f"(task, W) {missing}"] if missing else []) + ([f"methods {', '.join(absent)}"] if absent else [])
+        gaps = ([f"(task, seed, W) {missing}"] if missing else []) + ([f"methods {', '.join(absent)}"] if absent else [])
         if gaps:
             raise SystemExit(f"--merge: the files have no runs for {'; '.join(gaps)}; give the --workers and "
                              "--methods they were run with")
@@ -410,7 +413,7 @@ def main() -> None:
         late = late_runs(runs, cell_marks, limits, extend_methods)
     else:
         jobs = [(task, seed, w, round(budgets[w] * w), limits[(task, w)], methods)
-                for w in workers_list for task in tasks for seed in range(1, args.seeds + 1)]
+                for w in workers_list for task in tasks for seed in range(args.first_seed, args.first_seed + args.seeds)]
         runs, cell_marks, late = simulate_cells(args, jobs, budgets, limits, methods, extend_methods, started)
     extended = sum(len(ms) for ms in late.values())
     refs = {task: max([pool[task][0]] + [r["trace"][-1][1] for r in runs if r["task"] == task and r["trace"]])
@@ -418,7 +421,7 @@ def main() -> None:
     cpu = {m: med([r["cpu_s"] for r in runs if r["method"] == m]) for m in methods}
 
     out = ["B3 search quality: YAHPO Gym LCBench surrogate (val_accuracy, 52 epochs, simulated time)",
-           f"tasks {', '.join(tasks)}; seeds 1..{args.seeds}; budget "
+           f"tasks {', '.join(tasks)}; seeds {', '.join(map(str, sorted({r['seed'] for r in runs})))}; budget "
            + ", ".join(f"W={w}: {budgets[w]:g}" for w in workers_list) + " median full trainings of "
            f"wall clock (x W of worker time); {extended} runs that missed mark A within the budget ran on for "
            f"up to {args.extend:g} budgets"
