@@ -2,7 +2,7 @@
 
 Run from the repository root (peers: `.venv/bin/pip install optuna "ray[tune]" onnxruntime`):
 
-    .venv/bin/python bench/search.py [--tasks 7593,126025,167149,189909] [--seeds 2] [--workers 4,32]
+    .venv/bin/python bench/search.py [--tasks 7593,126025,167149,189909] [--seeds 2] [--first-seed 1] [--workers 4,32]
                                      [--budget 4=32,32=8] [--extend 4] [--procs 2] [--methods a,b]
                                      [--extend-methods a,b] [--skip-cost] [--json PATH]
     .venv/bin/python bench/search.py --merge A.json,B.json [same --workers --budget --extend --methods ...]
@@ -356,7 +356,8 @@ def load_runs(paths: list[str], extend: float) -> tuple[list[dict], dict, dict]:
                              "(--extend)")
         seen = {(r["method"], r["task"], r["seed"], r["workers"]) for r in runs}
         if any((r["method"], r["task"], r["seed"], r["workers"]) in seen for r in data["runs"]):
-            raise SystemExit(f"--merge: {path} repeats cells of an earlier file; merge runs over disjoint tasks or seeds")
+            raise SystemExit(f"--merge: {path} repeats cells of an earlier file; merge runs over disjoint tasks "
+                             "or seeds")
         runs += data["runs"]
         limits.update(data["limits"])
         if "extend_methods" in data:
@@ -369,7 +370,8 @@ def main() -> None:
     ap.add_argument("--tasks", default="7593,126025,167149,189909")
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--first-seed", type=int, default=1,
-                    help="seeds run are FIRST..FIRST+SEEDS-1 (a later run over more seeds can be --merge'd with this one)")
+                    help="the seeds run are FIRST..FIRST+SEEDS-1 (so a run on further seeds can be --merge'd "
+                         "with an earlier one)")
     ap.add_argument("--workers", default="4,32")
     ap.add_argument("--budget", default="4=32,32=8",
                     help="wall-clock budget in median full 52-epoch trainings (W workers: W times that in worker time): "
@@ -383,8 +385,9 @@ def main() -> None:
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--skip-cost", action="store_true")
     ap.add_argument("--json")
-    ap.add_argument("--merge", help="comma-separated --json files of earlier runs over disjoint tasks or seeds (same budget, "
-                                    "methods and extension): report on their cells together instead of running")
+    ap.add_argument("--merge", help="comma-separated --json files of earlier runs over disjoint tasks or seeds (same "
+                                    "budget, methods and extension): report on their cells together instead of "
+                                    "running")
     args = ap.parse_args()
     tasks = args.tasks.split(",")
     merged = None
@@ -415,7 +418,8 @@ def main() -> None:
         missing = sorted({(t, s, w) for t in tasks for s in seeds for w in workers_list}
                          - {(r["task"], r["seed"], r["workers"]) for r in runs})
         absent = sorted(set(methods) - {r["method"] for r in runs})
-        gaps = ([f"(task, seed, W) {missing}"] if missing else []) + ([f"methods {', '.join(absent)}"] if absent else [])
+        gaps = (([f"(task, seed, W) {missing}"] if missing else [])
+                + ([f"methods {', '.join(absent)}"] if absent else []))
         if gaps:
             raise SystemExit(f"--merge: the files have no runs for {'; '.join(gaps)}; give the --workers and "
                              "--methods they were run with")
@@ -429,7 +433,8 @@ def main() -> None:
         late = late_runs(runs, cell_marks, limits, extend_methods)
     else:
         jobs = [(task, seed, w, round(budgets[w] * w), limits[(task, w)], methods)
-                for w in workers_list for task in tasks for seed in range(args.first_seed, args.first_seed + args.seeds)]
+                for w in workers_list for task in tasks
+                for seed in range(args.first_seed, args.first_seed + args.seeds)]
         runs, cell_marks, late = simulate_cells(args, jobs, budgets, limits, methods, extend_methods, started)
     extended = sum(len(ms) for ms in late.values())
     refs = {task: max([pool[task][0]] + [r["trace"][-1][1] for r in runs if r["task"] == task and r["trace"]])
@@ -437,7 +442,8 @@ def main() -> None:
     cpu = {m: med([r["cpu_s"] for r in runs if r["method"] == m]) for m in methods}
 
     out = ["B3 search quality: YAHPO Gym LCBench surrogate (val_accuracy, 52 epochs, simulated time)",
-           f"tasks {', '.join(tasks)}; seeds {', '.join(map(str, sorted({r['seed'] for r in runs})))}; budget "
+           f"tasks {', '.join(tasks)}; seeds {', '.join(str(s) for s in sorted({r['seed'] for r in runs}))}; "
+           "budget "
            + ", ".join(f"W={w}: {budgets[w]:g}" for w in workers_list) + " median full trainings of "
            f"wall clock (x W of worker time); {extended} runs that missed mark A within the budget ran on for "
            f"up to {args.extend:g} budgets"
