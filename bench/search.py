@@ -230,8 +230,12 @@ def quality_report(runs: list[dict], refs: dict, limits: dict, cell_marks: dict,
         ta = {m: [time_to_mark(m, c, 0) for c in cells] for m in methods}
         tb = {m: [time_to_mark(m, c, 1) for c in cells] for m in methods}
 
+        def speedups(times, m):
+            """Per cell: random search's time to the mark over m's."""
+            return [cap(a) / cap(b) for a, b in zip(times["random"], times[m], strict=True)]
+
         def speed(times, m):
-            return med([cap(a) / cap(b) for a, b in zip(times["random"], times[m], strict=True)])
+            return med(speedups(times, m))
 
         lines.append(f"W = {workers} workers ({len(cells)} task x seed cells; times in units of the budget; "
                      f"'reached' counts marks reached within the budget)")
@@ -257,7 +261,7 @@ def quality_report(runs: list[dict], refs: dict, limits: dict, cell_marks: dict,
         lines.append("how firm the median speed-up to mark A is: per-cell ratios random/ours, and a bootstrap 90% "
                      "interval of their median (2,000 resamples of the cells)")
         for ours in [m for m in OUR_ASHAS if m in methods and m in extended]:
-            ratios = [cap(a) / cap(b) for a, b in zip(ta["random"], ta[ours], strict=True)]
+            ratios = speedups(ta, ours)
             low, high = bootstrap_median(ratios)
             lines.append(f"{ours:<17} median {times(med(ratios))}, 90% [{times(low)}, {times(high)}]; cells >= 3x "
                          f"{sum(x >= 3 for x in ratios)}/{len(ratios)}, < 1x {sum(x < 1 for x in ratios)}")
