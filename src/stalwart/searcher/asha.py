@@ -50,7 +50,8 @@ of drawn at random, and every rung result is told to it (an intermediate value a
 COMPLETE at the last rung, PRUNED when stopped below it, FAIL with no result). Everything else above
 is unchanged; the default `sampler: random` draws exactly as Determined does. With `sampler: evolution`
 the shared model is an `evolution_sampler.EvolutionModel` instead: new trials are mutations of the
-trials that reached the highest rungs (regularised evolution on the rung results), told the same events.
+best trials at the longest rung with enough results (regularised evolution on the rung results), told the same
+events.
 """
 
 from __future__ import annotations

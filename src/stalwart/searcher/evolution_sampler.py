@@ -5,22 +5,30 @@ not Determined's). `EvolutionModel` has the same interface as `model_sampler.Opt
 tells it every rung result (`report`) and asks it for each new trial's hyperparameters (`ask`).
 
 The rule for `ask`:
-1. Until `MIN_RESULTS` trials have a rung result, or with probability `1 - EXPLOIT_PROBABILITY`, the
-   hyperparameters are a random draw from the space, as with `sampler: random`.
-2. Otherwise a parent is picked uniformly from the elite. The elite is the best `TOP_FRACTION` of the
-   trials with a result (at least 2), ranked by the highest rung a trial reached and then by its value
-   there. So a trial at the last rung outranks every trial stopped below it.
-3. The child is the parent's hyperparameters mutated by PBT's explore step (`HParamSpace.explore`). Each
-   hyperparameter is redrawn at random with probability `RESAMPLE_PROBABILITY`; otherwise a number is
-   multiplied by 1 +- `PERTURB_FACTOR` (clipped to its range) and a categorical value is kept.
+1. Until some rung length has results from `MIN_RESULTS` trials, or with probability
+   `1 - EXPLOIT_PROBABILITY`, the hyperparameters are a random draw from the space, as with `sampler: random`.
+2. Otherwise a parent is picked uniformly from the elite. Trials are compared at one length, the
+   comparison rung: the longest rung length with results from at least `MIN_RESULTS` trials. The elite
+   is the best `TOP_FRACTION` (at least 2) of the trials with a result there, by that result. So a trial
+   that reached a long rung early, against little competition, does not outrank better trials that are
+   only compared with it once enough of them get there; and a parent is chosen by a result measured at
+   the same length as its rivals'.
+3. The child is the parent's hyperparameters, each mutated on its own. With probability
+   `RESAMPLE_PROBABILITY` it is redrawn at random. Otherwise a number takes a Gaussian step with a
+   standard deviation of `MUTATION_SCALE` times its range, measured in the space it is sampled in (the
+   exponent for `log`, so a learning rate moves by a fraction of its decades), clipped to the range
+   (an `int` is rounded); a categorical value is kept.
 
-This is regularised evolution run on ASHA's rung results, in the spirit of DEHB (Awad et al. 2021). On
-the LCBench surrogate (bench/search.py, B3) it found much better configurations than random draws
-within the same budget.
+This is regularised evolution run on ASHA's rung results, in the spirit of DEHB (Awad et al. 2021) and
+BOHB's choice of the largest budget with enough results. B3 in bench/RESULTS.md measures it on the
+LCBench surrogate; the rule above (session 15) replaced a first one that ranked trials by the highest
+rung reached and mutated by PBT's explore step (a number scaled by 1 +- 0.2), which stalled in more
+of the tasks.
 
 Determinism: every draw comes from the searcher's generator. `state()` holds each trial's
-hyperparameters and its best rung result as JSON, and `load()` restores them, so a restored searcher
-makes the same next suggestion.
+hyperparameters and its rung results as JSON, and `load()` restores them (also from the snapshots of the
+first rule, which kept only a trial's highest rung result), so a restored searcher makes the same next
+suggestion.
 """
 
 from __future__ import annotations
@@ -30,14 +38,15 @@ import heapq
 import math
 import random
 from collections.abc import Mapping
+from typing import Any
 
-from stalwart.searcher.space import HParamSpace
+from stalwart.searcher.space import HParamSpace, Leaf
 
 MIN_RESULTS = 10
 EXPLOIT_PROBABILITY = 0.8
 TOP_FRACTION = 0.1
 RESAMPLE_PROBABILITY = 0.2
-PERTURB_FACTOR = 0.2
+MUTATION_SCALE = 0.2
 
 
 class EvolutionModel:
@@ -46,50 +55,92 @@ class EvolutionModel:
     def __init__(self, space: HParamSpace, rng: random.Random) -> None:
         self.space = space
         self.rng = rng
-        self.records: dict[str, dict] = {}  # rid -> {"hparams", "step", "value"} (step/value: best rung so far)
+        self.records: dict[str, dict] = {}  # rid -> {"hparams": ..., "rungs": [[length, value], ...]}
+        self.at_length: dict[float, dict[str, float]] = {}  # rung length -> {rid: value there}
+        self.age: dict[str, int] = {}  # rid -> the order it was asked in (ties in the elite: the older first)
 
     def ask(self, rid: str) -> dict:
         """Hyperparameters for the new trial `rid`."""
-        scored = self._scored()
-        if len(scored) >= MIN_RESULTS and self.rng.random() < EXPLOIT_PROBABILITY:
-            elite = self._best(scored)
+        length = self.comparison_length()
+        if length is not None and self.rng.random() < EXPLOIT_PROBABILITY:
+            elite = self.elite()
             parent = self.records[elite[self.rng.randrange(len(elite))]]
-            hparams = self.space.explore(parent["hparams"], self.rng, RESAMPLE_PROBABILITY, PERTURB_FACTOR)
+            hparams = self.mutate(parent["hparams"])
         else:
             hparams = self.space.sample(self.rng)
-        self.records[rid] = {"hparams": hparams, "step": None, "value": None}
+        self.records[rid] = {"hparams": hparams, "rungs": []}
+        self.age[rid] = len(self.age)
         return hparams
+
+    def comparison_length(self) -> float | None:
+        """The longest rung length with results from `MIN_RESULTS` trials; None while there is none."""
+        return max((length for length, results in self.at_length.items() if len(results) >= MIN_RESULTS),
+                   default=None)
 
     def elite(self) -> list[str]:
         """The trials parents are picked from, best first: the top `TOP_FRACTION` (at least 2) of those with a
-        result, by highest rung reached, then value there (ties: the older trial first)."""
-        return self._best(self._scored())
+        result at the comparison rung, by that result (ties: the older trial first); empty while there is no
+        comparison rung."""
+        length = self.comparison_length()
+        if length is None:
+            return []
+        results = self.at_length[length]
+        # nsmallest is sorted(...)[:n] without sorting every trial on each ask
+        return heapq.nsmallest(max(2, math.ceil(TOP_FRACTION * len(results))), results,
+                               key=lambda rid: (results[rid], self.age[rid]))
 
-    def _scored(self) -> list[str]:
-        return [rid for rid, r in self.records.items() if r["step"] is not None]
+    def mutate(self, hparams: Mapping) -> dict:
+        """A child of `hparams`: rule 3 of the module docstring."""
+        old = self.space.flatten(hparams)
+        new: dict[tuple[str, ...], Any] = {}
+        for leaf in self.space.searchable:
+            if self.rng.random() < RESAMPLE_PROBABILITY:
+                new[leaf.path] = self.space.sample_leaf(leaf, self.rng)
+            elif leaf.kind == "categorical":
+                new[leaf.path] = copy.deepcopy(old[leaf.path])
+            else:
+                new[leaf.path] = self._step(leaf, old[leaf.path])
+        return self.space.build(new)
 
-    def _best(self, scored: list[str]) -> list[str]:
-        # nsmallest is sorted(...)[:n], ties in input order included, without sorting every trial on each ask
-        return heapq.nsmallest(max(2, math.ceil(TOP_FRACTION * len(scored))), scored,
-                               key=lambda rid: (-self.records[rid]["step"], self.records[rid]["value"]))
+    def _step(self, leaf: Leaf, value: float) -> float | int:
+        low, high = float(leaf.spec["minval"]), float(leaf.spec["maxval"])
+        x = math.log(value, leaf.base) if leaf.kind == "log" else float(value)
+        x = min(max(x + self.rng.gauss(0.0, MUTATION_SCALE * (high - low)), low), high)
+        if leaf.kind == "log":
+            return float(min(max(leaf.base ** x, leaf.low()), leaf.high()))
+        if leaf.kind == "int":
+            return int(round(x))
+        return x
 
     def report(self, rid: str, step: float, value: float) -> None:
-        """`rid` reached `value` (smaller is better) at rung length `step`; the highest rung counts."""
+        """`rid` reached `value` (smaller is better) at rung length `step`."""
         record = self.records.get(rid)
-        if record is not None and (record["step"] is None or step > record["step"]):
-            record["step"], record["value"] = step, value
+        if record is None:
+            return
+        record["rungs"] = [r for r in record["rungs"] if r[0] != step] + [[step, value]]
+        self.at_length.setdefault(step, {})[rid] = value
 
     def finish(self, rid: str, state: str, value: float | None = None) -> None:
         """Nothing to do: a trial's rank rests on the rung results already reported."""
 
     def close(self, rid: str, *, invalid: bool = False) -> None:
-        """A trial with invalid hyperparameters never becomes a parent."""
+        """A trial with invalid hyperparameters never becomes a parent: its results are dropped."""
         if invalid and rid in self.records:
-            self.records[rid].update(step=None, value=None)
+            for step, _ in self.records[rid]["rungs"]:
+                self.at_length[step].pop(rid, None)
+            self.records[rid]["rungs"] = []
 
     def state(self) -> list[dict]:
         return [{"rid": rid, **copy.deepcopy(record)} for rid, record in self.records.items()]
 
     def load(self, records: list[Mapping]) -> None:
-        self.records = {r["rid"]: {"hparams": copy.deepcopy(r["hparams"]), "step": r["step"], "value": r["value"]}
-                        for r in records}
+        self.records, self.at_length = {}, {}
+        self.age = {r["rid"]: i for i, r in enumerate(records)}
+        for r in records:
+            if "rungs" in r:
+                rungs = [list(pair) for pair in r["rungs"]]
+            else:  # a snapshot of the first rule: only the highest rung result
+                rungs = [] if r.get("step") is None else [[r["step"], r["value"]]]
+            self.records[r["rid"]] = {"hparams": copy.deepcopy(r["hparams"]), "rungs": rungs}
+            for step, value in rungs:
+                self.at_length.setdefault(step, {})[r["rid"]] = value
