@@ -4,13 +4,18 @@ Run from the repository root (peers: `.venv/bin/pip install optuna "ray[tune]" o
 
     .venv/bin/python bench/search.py [--tasks 7593,126025,167149,189909] [--seeds 2] [--first-seed 1] [--workers 4,32]
                                      [--budget 4=32,32=8] [--extend 4] [--procs 2] [--methods a,b]
-                                     [--extend-methods a,b] [--skip-cost] [--json PATH]
+                                     [--extend-methods a,b] [--extend-all] [--skip-cost] [--json PATH]
     .venv/bin/python bench/search.py --merge A.json,B.json [same --workers --budget --extend --methods ...]
 
-`--merge` reports on the cells of earlier `--json` runs (gzipped or not) over disjoint tasks or seeds together, as
-one run over all their cells would (every number is per cell, or a median over cells), so a long run can be made
-in parts; it refuses files with another budget or extension, other --extend-methods (files written
-since the JSON records them), or overlapping cells.
+`--merge` reports on the cells of earlier `--json` runs (gzipped or not) together, as one run over all their cells
+would (every number is per cell, or a median over cells), so a long run can be made in parts: over disjoint tasks or
+seeds, or adding methods to cells run before. A run of one method in one cell that two files both hold must be the
+same within the budget (the simulation is deterministic; random search is in every file), and the one that ran on
+past the budget is kept. It refuses files with another budget or extension, or other --extend-methods (files written
+since the JSON records them). A time to a mark that no file measured (a method that was not run on past the budget
+because it had reached a lower mark) is shown as not measured, '-'. Runs of the evolution methods made under an
+earlier rule of `sampler: evolution` (see EVOLUTION_RULE) are reported as '<method>-rule<N>' and still count towards
+the marks; the current rule's runs must come from a file written since.
 
 (All methods at W = 4 and 32 take well over an hour of 2 cores here, nearly all of it in the
 Optuna-based runs past the budget: one `optuna-sha` run on one cell took over 10 CPU-minutes at 4
@@ -121,6 +126,11 @@ def method_config(name: str, seed: int, workers: int, budget_full: int) -> dict:
 
 
 OUR_ASHAS = list(ASHA_VARIANTS)
+# `sampler: evolution`'s rule (stalwart.searcher.evolution_sampler) as of this script; --json records it. In a
+# --merge, a file of an earlier rule (files without the field: rule 1) has its evolution methods' runs reported
+# as '<method>-rule<N>': they still count towards the marks, next to the current rule's runs.
+EVOLUTION_RULE = 2
+EVOLUTION_METHODS = [m for m, (_, settings) in ASHA_VARIANTS.items() if settings.get("sampler") == "evolution"]
 OURS = ["random", *OUR_ASHAS, "hyperband", "pbt"]
 PEERS = ["optuna-tpe", "optuna-sha", "optuna-sha3", "optuna-sha3-rf2", "optuna-hb", "ray-asha", "ray-asha3",
          "ray-asha3-rf2"]
@@ -222,8 +232,10 @@ def quality_report(runs: list[dict], refs: dict, limits: dict, cell_marks: dict,
         def time_to_mark(m, cell, which):
             run = by[(m, *cell)]
             t = time_to(run.get("trace_ext", run["trace"]), cell_marks[(*cell, workers)][which]) / limit[cell]
-            if t > 1.0 and m not in extended:
-                return math.nan  # missed within the budget and, by --extend-methods, not run on: not measured
+            if t > 1.0 and (m not in extended or "trace_ext" not in run):
+                # missed within the budget and not run on past it (by --extend-methods, or in a merged file
+                # whose own mark was lower): not measured
+                return math.nan
             return t if t <= extend else math.inf
 
         regret = {m: [refs[c[0]] - best(m, c) for c in cells] for m in methods}
@@ -335,8 +347,14 @@ def simulate_cells(args, jobs: list, budgets: dict, limits: dict, methods: list[
         # time to the marks, measured: whoever has not reached mark A within the budget runs on (same seeds)
         cell_marks = marks(runs, limits, methods)
         late = late_runs(runs, cell_marks, limits, extend_methods)
+        run_on = late
+        if args.extend_all:  # for a merge with files whose runs may raise the marks: run every one on
+            run_on = {}
+            for r in runs:
+                if r["method"] in extend_methods:
+                    run_on.setdefault((r["task"], r["seed"], r["workers"]), []).append(r["method"])
         ext_jobs = [(task, seed, w, round(budgets[w] * w), args.extend * limits[(task, w)], ms)
-                    for (task, seed, w), ms in sorted(late.items())]
+                    for (task, seed, w), ms in sorted(run_on.items())]
         by = {(r["method"], r["task"], r["seed"], r["workers"]): r for r in runs}
         for done, (job, cell_runs) in enumerate(zip(ext_jobs, p.imap(run_cell, ext_jobs), strict=True), 1):
             progress("past the budget", done, len(ext_jobs), cell_runs, started)
@@ -346,10 +364,10 @@ def simulate_cells(args, jobs: list, budgets: dict, limits: dict, methods: list[
 
 
 def load_runs(paths: list[str], extend: float) -> tuple[list[dict], dict, dict]:
-    """The runs of earlier --json files, their budgets in simulated seconds ({"task/W": s}) and the methods each
-    file ran on past the budget ({path: set}, for files that record it); their cells must not overlap and their
-    extension must be this run's."""
-    runs: list[dict] = []
+    """The runs of earlier --json files, their budgets in simulated seconds ({"task/W": s}) and, for files that record
+    it, the methods each file ran on past the budget and the methods it ran ({path: (ran on, ran)}). Their extension
+    must be this run's. A run two files both hold must agree within the budget; the one with a run past it is kept."""
+    by: dict = {}
     limits: dict = {}
     ran_on: dict = {}
     for path in paths:
@@ -358,15 +376,35 @@ def load_runs(paths: list[str], extend: float) -> tuple[list[dict], dict, dict]:
         if data["extend"] != extend:
             raise SystemExit(f"--merge: {path} ran on for {data['extend']:g} budgets; this report uses {extend:g} "
                              "(--extend)")
-        seen = {(r["method"], r["task"], r["seed"], r["workers"]) for r in runs}
-        if any((r["method"], r["task"], r["seed"], r["workers"]) in seen for r in data["runs"]):
-            raise SystemExit(f"--merge: {path} repeats cells of an earlier file; merge runs over disjoint tasks "
-                             "or seeds")
-        runs += data["runs"]
         limits.update(data["limits"])
+        rule = data.get("evolution_rule", 1)
+        if rule != EVOLUTION_RULE:
+            for run in data["runs"]:
+                run["method"] = _earlier_rule(run["method"], rule)
+            if "extend_methods" in data:
+                data["extend_methods"] = [_earlier_rule(m, rule) for m in data["extend_methods"]]
+        for run in data["runs"]:
+            key = (run["method"], run["task"], run["seed"], run["workers"])
+            earlier = by.get(key)
+            if earlier is not None:
+                limit = limits[f"{run['task']}/{run['workers']}"]
+                if _within(earlier["trace"], limit) != _within(run["trace"], limit):
+                    raise SystemExit(f"--merge: {path} has another run of {key[0]} on task {key[1]} seed {key[2]} "
+                                     f"W={key[3]} than an earlier file; were they run with the same code?")
+                if "trace_ext" in earlier:
+                    continue
+            by[key] = run
         if "extend_methods" in data:
-            ran_on[path] = set(data["extend_methods"])
-    return runs, limits, ran_on
+            ran_on[path] = (set(data["extend_methods"]), {r["method"] for r in data["runs"]})
+    return list(by.values()), limits, ran_on
+
+
+def _earlier_rule(method: str, rule: int) -> str:
+    return f"{method}-rule{rule}" if method in EVOLUTION_METHODS else method
+
+
+def _within(trace: list, limit: float) -> list:
+    return [[t, v] for t, v in trace if t <= limit]
 
 
 def main() -> None:
@@ -385,13 +423,16 @@ def main() -> None:
     ap.add_argument("--extend-methods", default="all",
                     help="the methods that run on past the budget (random always does); the others' times to a "
                          "mark they missed within the budget are shown as not measured ('-')")
+    ap.add_argument("--extend-all", action="store_true",
+                    help="run every --extend-methods run on past the budget, also those that reached mark A within "
+                         "it: for runs to be --merge'd with other methods that may raise the marks")
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--skip-cost", action="store_true")
     ap.add_argument("--json")
-    ap.add_argument("--merge", help="comma-separated --json files of earlier runs over disjoint tasks or seeds (same "
-                                    "budget, methods and extension): report on their cells together instead of "
-                                    "running")
+    ap.add_argument("--merge", help="comma-separated --json files of earlier runs over other tasks or seeds, or of other "
+                                    "methods on the same cells (same budget and extension): report on their cells "
+                                    "together instead of running")
     args = ap.parse_args()
     tasks = args.tasks.split(",")
     merged = None
@@ -410,6 +451,13 @@ def main() -> None:
     unselected = sorted(extend_methods - set(methods))
     if unselected:
         raise SystemExit(f"--extend-methods: {', '.join(unselected)} not in --methods ({', '.join(methods)})")
+    if merged is not None:  # an earlier rule's runs of a method selected are reported next to it
+        for earlier in sorted({r["method"] for r in merged} - set(METHODS)):
+            base = earlier.rsplit("-rule", 1)[0]
+            if base in methods:
+                methods.insert(methods.index(base), earlier)
+                if base in extend_methods:
+                    extend_methods.add(earlier)
     not_extended = [m for m in methods if m not in extend_methods]
     started = time.perf_counter()
 
@@ -429,8 +477,8 @@ def main() -> None:
                              "--methods they were run with")
         if any(abs(merged_limits[f"{t}/{w}"] - limits[(t, w)]) > 1e-6 * limits[(t, w)] for (t, w) in limits):
             raise SystemExit("--merge: the files were run with another --budget; give the one they were run with")
-        for path, ran_on in merged_ran_on.items():
-            if ran_on & set(methods) != extend_methods:
+        for path, (ran_on, ran) in merged_ran_on.items():
+            if ran_on & set(methods) != extend_methods & ran:
                 raise SystemExit(f"--merge: {path} ran on past the budget {', '.join(sorted(ran_on))}; give the "
                                  "same --extend-methods")
         cell_marks = marks(runs, limits, methods)
@@ -488,6 +536,7 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"runs": runs, "refs": refs, "cost": cost_rows, "extend": args.extend,
+                       "evolution_rule": EVOLUTION_RULE,
                        "extend_methods": sorted(extend_methods),
                        "limits": {f"{k[0]}/{k[1]}": v for k, v in limits.items()}},
                       f, default=str)
