@@ -274,6 +274,10 @@ def quality_report(runs: list[dict], refs: dict, limits: dict, cell_marks: dict,
                      "interval of their median (2,000 resamples of the cells)")
         for ours in [m for m in OUR_ASHAS if m in methods and m in extended]:
             ratios = speedups(ta, ours)
+            unmeasured = sum(math.isnan(x) for x in ratios)
+            if unmeasured:
+                lines.append(f"{ours:<17} -: its time to mark A was not measured in {unmeasured} of {len(ratios)} cells")
+                continue
             low, high = bootstrap_median(ratios)
             lines.append(f"{ours:<17} median {times(med(ratios))}, 90% [{times(low)}, {times(high)}]; cells >= 3x "
                          f"{sum(x >= 3 for x in ratios)}/{len(ratios)}, < 1x {sum(x < 1 for x in ratios)}")
