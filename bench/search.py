@@ -276,7 +276,8 @@ def quality_report(runs: list[dict], refs: dict, limits: dict, cell_marks: dict,
             ratios = speedups(ta, ours)
             unmeasured = sum(math.isnan(x) for x in ratios)
             if unmeasured:
-                lines.append(f"{ours:<17} -: its time to mark A was not measured in {unmeasured} of {len(ratios)} cells")
+                lines.append(f"{ours:<17} -: its time to mark A was not measured in {unmeasured} of {len(ratios)} "
+                             "cells")
                 continue
             low, high = bootstrap_median(ratios)
             lines.append(f"{ours:<17} median {times(med(ratios))}, 90% [{times(low)}, {times(high)}]; cells >= 3x "
@@ -434,9 +435,9 @@ def main() -> None:
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--skip-cost", action="store_true")
     ap.add_argument("--json")
-    ap.add_argument("--merge", help="comma-separated --json files of earlier runs over other tasks or seeds, or of other "
-                                    "methods on the same cells (same budget and extension): report on their cells "
-                                    "together instead of running")
+    ap.add_argument("--merge", help="comma-separated --json files of earlier runs over other tasks or seeds, or of "
+                                    "other methods on the same cells (same budget and extension): report on their "
+                                    "cells together instead of running")
     args = ap.parse_args()
     tasks = args.tasks.split(",")
     merged = None
@@ -477,7 +478,10 @@ def main() -> None:
         gaps = (([f"(task, seed, W) {missing}"] if missing else [])
                 + ([f"methods {', '.join(absent)}"] if absent else []))
         if gaps:
-            raise SystemExit(f"--merge: the files have no runs for {'; '.join(gaps)}; give the --workers and "
+            earlier = [m for m in absent if m in EVOLUTION_METHODS and any(n.startswith(m + "-rule") for n in methods)]
+            hint = (f" ({', '.join(earlier)}: only runs of an earlier sampler: evolution rule, reported as "
+                    f"'-rule<N>'; run them again with this code and merge that file too)" if earlier else "")
+            raise SystemExit(f"--merge: the files have no runs for {'; '.join(gaps)}{hint}; give the --workers and "
                              "--methods they were run with")
         if any(abs(merged_limits[f"{t}/{w}"] - limits[(t, w)]) > 1e-6 * limits[(t, w)] for (t, w) in limits):
             raise SystemExit("--merge: the files were run with another --budget; give the one they were run with")
