@@ -38,7 +38,6 @@ import heapq
 import math
 import random
 from collections.abc import Mapping
-from typing import Any
 
 from stalwart.searcher.space import HParamSpace, Leaf
 
@@ -63,7 +62,7 @@ class EvolutionModel:
         """Hyperparameters for the new trial `rid`."""
         length = self.comparison_length()
         if length is not None and self.rng.random() < EXPLOIT_PROBABILITY:
-            elite = self.elite()
+            elite = self._elite_at(length)
             parent = self.records[elite[self.rng.randrange(len(elite))]]
             hparams = self.mutate(parent["hparams"])
         else:
@@ -82,8 +81,9 @@ class EvolutionModel:
         result at the comparison rung, by that result (ties: the older trial first); empty while there is no
         comparison rung."""
         length = self.comparison_length()
-        if length is None:
-            return []
+        return [] if length is None else self._elite_at(length)
+
+    def _elite_at(self, length: float) -> list[str]:
         results = self.at_length[length]
         # nsmallest is sorted(...)[:n] without sorting every trial on each ask
         return heapq.nsmallest(max(2, math.ceil(TOP_FRACTION * len(results))), results,
@@ -91,16 +91,7 @@ class EvolutionModel:
 
     def mutate(self, hparams: Mapping) -> dict:
         """A child of `hparams`: rule 3 of the module docstring."""
-        old = self.space.flatten(hparams)
-        new: dict[tuple[str, ...], Any] = {}
-        for leaf in self.space.searchable:
-            if self.rng.random() < RESAMPLE_PROBABILITY:
-                new[leaf.path] = self.space.sample_leaf(leaf, self.rng)
-            elif leaf.kind == "categorical":
-                new[leaf.path] = copy.deepcopy(old[leaf.path])
-            else:
-                new[leaf.path] = self._step(leaf, old[leaf.path])
-        return self.space.build(new)
+        return self.space.mutate(hparams, self.rng, RESAMPLE_PROBABILITY, self._step)
 
     def _step(self, leaf: Leaf, value: float) -> float | int:
         low, high = float(leaf.spec["minval"]), float(leaf.spec["maxval"])

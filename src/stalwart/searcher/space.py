@@ -33,7 +33,7 @@ from __future__ import annotations
 import copy
 import math
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -236,26 +236,33 @@ class HParamSpace:
         axes = self.grid_axes()
         return [self.grid_point(i, axes) for i in range(self.grid_size())]
 
-    # -- PBT explore ---------------------------------------------------------------------------
+    # -- mutation: PBT's explore step, and evolution's ---------------------------------------------
 
-    def explore(self, hparams: Mapping, rng: random.Random, resample_probability: float,
-                perturb_factor: float) -> dict:
-        """PBT's explore step; see `stalwart.searcher.pbt` for the rules."""
+    def mutate(self, hparams: Mapping, rng: random.Random, resample_probability: float,
+               step: Callable[[Leaf, Any], Any]) -> dict:
+        """A child of `hparams`: each searchable leaf is redrawn with `resample_probability`; otherwise a
+        categorical value is kept and a number becomes `step(leaf, value)`."""
         old = self.flatten(hparams)
         new: dict[tuple[str, ...], Any] = {}
         for leaf in self.searchable:
             if rng.random() < resample_probability:
                 new[leaf.path] = self.sample_leaf(leaf, rng)
-                continue
-            value = old[leaf.path]
-            if leaf.kind == "categorical":
-                new[leaf.path] = copy.deepcopy(value)
-                continue
+            elif leaf.kind == "categorical":
+                new[leaf.path] = copy.deepcopy(old[leaf.path])
+            else:
+                new[leaf.path] = step(leaf, old[leaf.path])
+        return self.build(new)
+
+    def explore(self, hparams: Mapping, rng: random.Random, resample_probability: float,
+                perturb_factor: float) -> dict:
+        """PBT's explore step; see `stalwart.searcher.pbt` for the rules."""
+
+        def perturb(leaf: Leaf, value: Any) -> Any:
             up = rng.random() < 0.5
             if leaf.kind == "int":
                 value = math.ceil(value * (1 + perturb_factor)) if up else math.floor(value * (1 - perturb_factor))
-                new[leaf.path] = int(min(max(value, int(leaf.spec["minval"])), int(leaf.spec["maxval"])))
-            else:
-                value = value * (1 + perturb_factor) if up else value * (1 - perturb_factor)
-                new[leaf.path] = float(min(max(value, leaf.low()), leaf.high()))
-        return self.build(new)
+                return int(min(max(value, int(leaf.spec["minval"])), int(leaf.spec["maxval"])))
+            value = value * (1 + perturb_factor) if up else value * (1 - perturb_factor)
+            return float(min(max(value, leaf.low()), leaf.high()))
+
+        return self.mutate(hparams, rng, resample_probability, perturb)
