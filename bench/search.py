@@ -331,12 +331,14 @@ def parse_budgets(text: str, workers_list: list[int]) -> dict[int, float]:
     return given
 
 
-def late_runs(runs: list[dict], cell_marks: dict, limits: dict, extend_methods: set[str]) -> dict:
-    """{cell: methods} that had not reached mark A within the budget and are to run on past it."""
+def late_runs(runs: list[dict], cell_marks: dict, limits: dict, extend_methods: set[str], every: bool = False) -> dict:
+    """{cell: methods} that had not reached mark A within the budget and are to run on past it (`every`: all the
+    runs of `extend_methods`, reached or not)."""
     late: dict = {}
     for r in runs:
         cell = (r["task"], r["seed"], r["workers"])
-        if r["method"] in extend_methods and time_to(r["trace"], cell_marks[cell][0]) > limits[(r["task"], r["workers"])]:
+        if r["method"] in extend_methods and (
+                every or time_to(r["trace"], cell_marks[cell][0]) > limits[(r["task"], r["workers"])]):
             late.setdefault(cell, []).append(r["method"])
     return late
 
@@ -352,12 +354,8 @@ def simulate_cells(args, jobs: list, budgets: dict, limits: dict, methods: list[
         # time to the marks, measured: whoever has not reached mark A within the budget runs on (same seeds)
         cell_marks = marks(runs, limits, methods)
         late = late_runs(runs, cell_marks, limits, extend_methods)
-        run_on = late
-        if args.extend_all:  # for a merge with files whose runs may raise the marks: run every one on
-            run_on = {}
-            for r in runs:
-                if r["method"] in extend_methods:
-                    run_on.setdefault((r["task"], r["seed"], r["workers"]), []).append(r["method"])
+        # --extend-all: for a merge with files whose runs may raise the marks, every one runs on
+        run_on = late_runs(runs, cell_marks, limits, extend_methods, every=True) if args.extend_all else late
         ext_jobs = [(task, seed, w, round(budgets[w] * w), args.extend * limits[(task, w)], ms)
                     for (task, seed, w), ms in sorted(run_on.items())]
         by = {(r["method"], r["task"], r["seed"], r["workers"]): r for r in runs}
