@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 
+from stalwart.agent.fencing import FENCE_FD_ENV, ProcessRecord
 from stalwart.context import safe_extract
 
 LAUNCHER = [sys.executable, "-m", "stalwart.harness.launch"]
@@ -33,6 +34,8 @@ class TrialProcess:
         self.exit_code: int | None = None
         self.killed = False
         self._lock = threading.Lock()
+        self.record = ProcessRecord(self.dir)
+        self._fence_fd: int | None = None  # our end of the launcher's watchdog pipe: open while it may run
 
     def prepare(self, archive_b64: str) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -60,15 +63,26 @@ class TrialProcess:
                 self.exit_code = -9
                 self._on_exit(self)
                 return None
-            self.proc = subprocess.Popen(
-                LAUNCHER,
-                cwd=self.workdir,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
+            read_fd, self._fence_fd = os.pipe()
+            env[FENCE_FD_ENV] = str(read_fd)
+            try:
+                self.proc = subprocess.Popen(
+                    LAUNCHER,
+                    cwd=self.workdir,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                    pass_fds=(read_fd,),
+                )
+            except BaseException:
+                os.close(self._fence_fd)
+                self._fence_fd = None
+                raise
+            finally:
+                os.close(read_fd)
+            self.record.write(self.proc.pid)  # a restarted agent kills this group if it still runs
         readers = [
             threading.Thread(target=self._pump, args=(self.proc.stdout, "stdout"), daemon=True),
             threading.Thread(target=self._pump, args=(self.proc.stderr, "stderr"), daemon=True),
@@ -108,9 +122,17 @@ class TrialProcess:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        self._release_fence()
         for r in readers:
             r.join(timeout=10)
         self._on_exit(self)
+
+    def _release_fence(self) -> None:
+        with self._lock:
+            if self._fence_fd is not None:
+                os.close(self._fence_fd)
+                self._fence_fd = None
+        self.record.remove()
 
     def kill(self) -> None:
         with self._lock:

@@ -11,6 +11,7 @@ import re
 import sys
 
 from stalwart.harness.compat import COMPAT_PATH
+from stalwart.harness.fence import watch_agent
 from stalwart.harness.info import get_cluster_info
 
 TRIAL_CLASS = re.compile(r"^[\w.]+:[\w.]+$")
@@ -54,6 +55,7 @@ def _task_entrypoint():
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    watch_agent()  # first: from here on, nothing of this trial outlives its agent
     if argv[:1] == ["--local"] and len(argv) == 2:
         entrypoint = _local_entrypoint(argv[1])
     else:
