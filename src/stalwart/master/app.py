@@ -39,8 +39,9 @@ def create_app(settings: MasterSettings) -> FastAPI:
                 search.close()
             m.db.dispose()
 
+    # /docs/rest-api/ is served by the UI (routes/ui.py) with a vendored Swagger UI, not FastAPI's CDN copy
     app = FastAPI(title="Stalwart master", version=stalwart.__version__, lifespan=lifespan,
-                  docs_url="/docs/rest-api/", openapi_url="/api/v1/openapi.json")
+                  docs_url=None, openapi_url="/api/v1/openapi.json")
     app.state.master = m
 
     @app.exception_handler(StalwartError)

@@ -7,6 +7,7 @@ import hashlib
 import json
 
 from fastapi import APIRouter, Request
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import RedirectResponse, Response, StreamingResponse
 
 from stalwart.api.errors import InvalidRequest, NotFoundError, StalwartError
@@ -141,6 +142,15 @@ async def tasks(request: Request) -> Response:
 @router.get("/tasks/{task_id}", include_in_schema=False)
 async def task(request: Request, task_id: str) -> Response:
     return _page(request, "tasks.html", f"Task {task_id}", "tasks", task_id)
+
+
+@router.get("/docs/rest-api/", include_in_schema=False)
+async def rest_api_docs(request: Request) -> Response:
+    """Swagger UI for the master's OpenAPI spec, from the vendored copy (works with no internet access)."""
+    base = f"/ui/static/{pages.VERSION}/{pages.SWAGGER_UI}"
+    return get_swagger_ui_html(openapi_url=request.app.openapi_url, title=f"{request.app.title} · REST API",
+                               swagger_js_url=f"{base}/swagger-ui-bundle.js", swagger_css_url=f"{base}/swagger-ui.css",
+                               swagger_favicon_url=f"{base}/favicon-32x32.png")
 
 
 @router.get("/ui/static/{version}/{path:path}", include_in_schema=False)

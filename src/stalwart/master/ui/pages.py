@@ -16,6 +16,7 @@ import stalwart
 
 HERE = pathlib.Path(__file__).parent
 STATIC = HERE / "static"
+SWAGGER_UI = "vendor/swagger-ui-5.35.0"  # under STATIC: the REST API docs page's assets (see its SOURCE.txt)
 
 # Pages run only our own scripts; inline styles are allowed because uPlot positions its elements with them.
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "

@@ -1,0 +1,32 @@
+"""Browser tests in Chromium for issue 16 ("the first hour"): what a new user saw wrong in the web UI."""
+
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+LOCAL = {"127.0.0.1", "localhost", "::1"}
+
+
+def test_rest_api_docs_render_with_no_internet(ui_cluster, page):
+    """/docs/rest-api/ takes Swagger UI from the master: with every non-local request refused it still
+    renders the operations (it was blank offline: FastAPI links the assets from a CDN)."""
+    refused: list[str] = []
+
+    def local_only(route):
+        if urlparse(route.request.url).hostname in LOCAL:
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", local_only)
+    res = page.goto(ui_cluster.url + "/docs/rest-api/")
+    assert res.status == 200
+    page.wait_for_selector(".swagger-ui .opblock", timeout=20_000)
+    assert page.locator(".swagger-ui .opblock").count() >= 20  # every route of the API, not a stub
+    assert "/api/v1/experiments" in page.text_content(".swagger-ui")
+    assert refused == [], f"the docs page asked for outside resources: {refused}"
