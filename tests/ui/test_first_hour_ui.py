@@ -30,3 +30,21 @@ def test_rest_api_docs_render_with_no_internet(ui_cluster, page):
     assert page.locator(".swagger-ui .opblock").count() >= 20  # every route of the API, not a stub
     assert "/api/v1/experiments" in page.text_content(".swagger-ui")
     assert refused == [], f"the docs page asked for outside resources: {refused}"
+
+
+def test_finished_commands_stay_on_the_tasks_page_with_their_exit_code(ui_cluster, page):
+    c = ui_cluster
+    res = c.cli("cmd", "run", "sh", "-c", "echo bye from the task; exit 3")
+    assert res.returncode == 3, res.stdout + res.stderr
+    cmd_id = res.stdout.split("Launched command ")[1].split()[0]
+    page.goto(c.url + "/tasks")
+    row = f'#tasks-table tr[data-key="{cmd_id}"]'
+    page.wait_for_selector(row)
+    cells = page.eval_on_selector_all(f"{row} td", "tds => tds.map(td => td.textContent.trim())")
+    heads = page.eval_on_selector_all("#tasks-table th", "ths => ths.map(th => th.textContent.trim())")
+    shown = dict(zip(heads, cells))
+    assert shown["Result"] == "ERROR" and shown["Exit code"] == "3" and shown["State"] == "TERMINATED", shown
+    assert shown["Ended"] != "—"
+    page.click(f"{row} a")
+    page.wait_for_function("() => [...document.querySelectorAll('#logs-panel .line .msg')]"
+                           ".some(e => e.textContent.includes('bye from the task'))")

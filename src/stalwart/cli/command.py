@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import pathlib
+import sys
+import time
 
 import click
 import yaml
@@ -53,7 +55,9 @@ def _config(config_file: str | None, overrides: tuple[str, ...], entrypoint: tup
 @click.argument("entrypoint", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def run(ctx, config_file, overrides, context_dir, detach, entrypoint) -> None:
-    """Run ENTRYPOINT... on the cluster (resources.slots: 1 by default, 0 for CPU-only on the aux pool)."""
+    """Run ENTRYPOINT... on the cluster (resources.slots: 1 by default, 0 for CPU-only on the aux pool).
+
+    Without --detach it prints the output and exits with the command's exit code."""
     body: dict = {"config": _config(config_file, overrides, entrypoint)}
     if context_dir:
         packed = pack_context(context_dir, ())
@@ -65,22 +69,47 @@ def run(ctx, config_file, overrides, context_dir, detach, entrypoint) -> None:
     output.console.print(f"Launched command {cmd['id']} ({cmd['description']}) in pool {cmd['resource_pool']}.")
     if not detach:
         _follow(client, cmd["id"], True)
-        final = client.get(f"/commands/{cmd['id']}")["command"]
+        final = _ended(client, cmd["id"])
         output.console.print(f"Command {cmd['id']} ended: {final['result']} (exit code {final['exit_code']}).")
+        sys.exit(exit_status(final))
+
+
+def _ended(client, cmd_id: int, timeout: float = 30.0) -> dict:
+    """The command once the master has recorded its end (its log stream can close a moment before)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        final = client.get(f"/commands/{cmd_id}")["command"]
+        if final["result"] != "ACTIVE" or time.monotonic() > deadline:
+            return final
+        time.sleep(0.2)
+
+
+def exit_status(cmd: dict) -> int:
+    """What `cmd run` exits with: the command's own code; 1 when it ended badly without one (killed, lost)."""
+    code = cmd.get("exit_code")
+    if cmd["result"] == "COMPLETED":
+        return 0
+    if isinstance(code, int) and 0 < code < 256:
+        return code
+    if isinstance(code, int) and -64 < code < 0:  # killed by signal -code, as a shell reports it
+        return 128 - code
+    return 1
 
 
 @command.command("list")
-@click.option("-a", "--all", "show_all", is_flag=True, help="Include commands that have ended.")
+@click.option("--active", "active_only", is_flag=True, help="Only commands that have not ended.")
+@click.option("-a", "--all", "show_all", is_flag=True, hidden=True, help="Include commands that have ended (the default).")
 @json_option
 @click.pass_context
-def list_(ctx, show_all, as_json) -> None:
-    """List commands."""
-    data = client_of(ctx).get("/tasks", all=str(show_all).lower())
+def list_(ctx, active_only, show_all, as_json) -> None:
+    """List commands, finished ones too (with how they ended and their exit code)."""
+    data = client_of(ctx).get("/tasks", all=str(not active_only).lower())
     if as_json:
         return output.print_json(data)
-    output.table(["ID", "Description", "State", "Result", "Owner", "Pool", "Created", "Note"],
-                 [(c["id"], c["description"], c["state"], c.get("result"), c["owner"], c["resource_pool"],
-                   output.when(c["created_at"]), c.get("pending_reason") or "") for c in data["tasks"]])
+    output.table(["ID", "Description", "State", "Result", "Exit code", "Owner", "Pool", "Created", "Ended", "Note"],
+                 [(c["id"], c["description"], c["state"], c.get("result"), c.get("exit_code"), c["owner"],
+                   c["resource_pool"], output.when(c["created_at"]), output.when(c.get("ended_at")),
+                   c.get("pending_reason") or "") for c in data["tasks"]])
 
 
 def _follow(client, cmd_id: int, follow: bool) -> None:

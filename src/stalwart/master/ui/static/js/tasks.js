@@ -1,5 +1,6 @@
-// Commands and other tasks with their logs; shows a clear notice while the master has no task API.
-import { $, el, fmtTime } from "./dom.js";
+// Commands and other tasks, finished ones too (how they ended, exit code), with their logs; a clear notice
+// while the master has no task API.
+import { $, el, fmtTime, stateBadge } from "./dom.js";
 import { getJSON, showError } from "./api.js";
 import { renderTable } from "./table.js";
 import { LogViewer } from "./logs.js";
@@ -10,7 +11,7 @@ let tasks = [];
 
 async function loadTasks() {
   try {
-    const data = await getJSON("/api/v1/tasks");
+    const data = await getJSON("/api/v1/tasks?all=true");
     tasks = data.tasks || [];
     box.dataset.state = "ready";
     return true;
@@ -32,9 +33,12 @@ function renderList() {
       { key: "id", label: "ID", render: (t) => el("a", { href: `/tasks/${encodeURIComponent(t.id)}`, text: t.id }) },
       { key: "type", label: "Type" }, { key: "description", label: "Description" }, { key: "state", label: "State" },
       { key: "owner", label: "Owner" }, { key: "resource_pool", label: "Pool" },
+      { key: "result", label: "Result", render: (t) => (t.result ? stateBadge(t.result) : "—") },
+      { key: "exit_code", label: "Exit code", render: (t) => (t.exit_code === null || t.exit_code === undefined ? "—" : String(t.exit_code)) },
       { key: "created_at", label: "Started", render: (t) => fmtTime(t.created_at) },
+      { key: "ended_at", label: "Ended", render: (t) => fmtTime(t.ended_at) },
     ],
-    rows: tasks,
+    rows: [...tasks].reverse(),  // newest first
   });
 }
 
