@@ -39,3 +39,25 @@ def test_cmd_run_exits_with_the_commands_code_and_finished_commands_stay_listed(
     assert "ERROR" in rows[missing] and "│ 127 " in rows[missing], listing
     assert "Exit code" in listing
     assert c.cli("cmd", "list", "--active", check=True).stdout.count("ERROR") == 0
+
+
+def test_a_trial_bigger_than_any_agent_is_accepted_with_a_warning(one_slot):
+    c = one_slot
+    res = c.cli("e", "create", str(DIGITS / "const.yaml"), str(DIGITS), "--config", "resources.slots_per_trial=64",
+                "--config", "name=too-big")
+    assert res.returncode == 0, res.stdout + res.stderr
+    expected = ("resources.slots_per_trial: 64 slots asked, but the largest agent in pool 'default' has 1 "
+                "(the pool has 1 in all); the trials will wait until agents that fit join")
+    assert expected in " ".join((res.stdout + res.stderr).split()), res.stdout + res.stderr
+    exp_id = res.stdout.split("Created experiment ")[1].split()[0]
+    described = c.cli("e", "describe", exp_id, check=True).stdout
+    assert "Warning" in described and "64 slots asked" in described and "largest agent in pool 'default' has 1" in \
+        " ".join(described.replace("│", " ").split())
+    assert c.client().get(f"/experiments/{exp_id}")["experiment"]["warnings"] == [expected]
+    c.cli("e", "kill", exp_id, check=True)
+    c.wait_for(lambda: c.client().get(f"/experiments/{exp_id}")["experiment"]["state"] == "CANCELED",
+               what="the experiment to end")
+    assert "64 slots asked" not in c.cli("e", "describe", exp_id, check=True).stdout  # over: nothing to wait for
+
+    fits = c.cli("e", "create", str(DIGITS / "const.yaml"), str(DIGITS), "--paused", check=True)
+    assert "slots asked" not in fits.stdout + fits.stderr

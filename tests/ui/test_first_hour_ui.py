@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlparse
 
 import pytest
 
+from conftest import REPO
+
 pytestmark = pytest.mark.integration
 
 LOCAL = {"127.0.0.1", "localhost", "::1"}
+DIGITS = REPO / "examples" / "digits"
+
+
+def _create(cluster, *overrides: str) -> int:
+    """The digits example created from the CLI with `--config` overrides; its id."""
+    args = ["experiment", "create", str(DIGITS / "const.yaml"), str(DIGITS), "--json"]
+    for o in overrides:
+        args += ["--config", o]
+    return json.loads(cluster.cli(*args, check=True).stdout)["experiment"]["id"]
 
 
 def test_rest_api_docs_render_with_no_internet(ui_cluster, page):
@@ -48,3 +60,17 @@ def test_finished_commands_stay_on_the_tasks_page_with_their_exit_code(ui_cluste
     page.click(f"{row} a")
     page.wait_for_function("() => [...document.querySelectorAll('#logs-panel .line .msg')]"
                            ".some(e => e.textContent.includes('bye from the task'))")
+
+
+def test_an_experiment_too_big_for_every_agent_shows_why_it_waits(ui_cluster, page):
+    c = ui_cluster
+    exp_id = _create(c, "resources.slots_per_trial=64", "name=waits-forever")
+    try:
+        page.goto(f"{c.url}/experiments/{exp_id}")
+        page.wait_for_selector("#exp-warnings:not([hidden]) .warning")
+        text = page.text_content("#exp-warnings")
+        assert ("resources.slots_per_trial: 64 slots asked, but the largest agent in pool 'default' has 3 "
+                "(the pool has 3 in all); the trials will wait until agents that fit join") in text, text
+    finally:
+        c.client().post(f"/experiments/{exp_id}/kill", {})
+    page.wait_for_selector("#exp-warnings[hidden]", state="attached")  # live: gone once the experiment is over

@@ -148,6 +148,7 @@ def describe(ctx, exp_id, as_json) -> None:
         ("Created", output.when(e["created_at"])), ("Ended", output.when(e["ended_at"])),
         ("Best validation", _best(e.get("best_validation"))),
         ("Error", e["error_message"]),
+        *(("Warning", w) for w in e.get("warnings") or ()),
     ])
     _trials_table(d["trials"])
 

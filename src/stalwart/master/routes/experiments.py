@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request
 
 from stalwart.api.errors import InvalidRequest, NotFoundError
 from stalwart.db import tables as t
-from stalwart.master import experiments, views
+from stalwart.master import experiments, fit, views
 from stalwart.master.routes.common import body, master
 from stalwart.master.service import Master
 
@@ -49,7 +49,8 @@ async def create(request: Request) -> dict:
         return {"experiment": None, "warnings": warnings}
     with m.db.begin() as conn:
         row = Master.get_row(conn, t.experiments, exp_id, "experiment")
-    return {"experiment": views.experiment(row), "warnings": warnings}
+        fits = fit.experiment_warnings(conn, row)
+    return {"experiment": {**views.experiment(row), "warnings": fits}, "warnings": [*warnings, *fits]}
 
 
 @router.get("")
@@ -76,8 +77,9 @@ async def describe(request: Request, exp_id: int) -> dict:
         ).mappings().all()
         summaries = views.trial_summaries(conn, [tr["id"] for tr in trials])
         best = views.best_validation(conn, row)
+        fits = fit.experiment_warnings(conn, row)
     return {
-        "experiment": {**views.experiment(row), "best_validation": best},
+        "experiment": {**views.experiment(row), "best_validation": best, "warnings": fits},
         "config": row["config"],
         "trials": [views.trial(tr, summaries.get(tr["id"])) for tr in trials],
     }

@@ -11,7 +11,7 @@ from sqlalchemy.dialects import postgresql
 
 from stalwart.api.errors import InvalidRequest
 from stalwart.db import tables as t
-from stalwart.master import views
+from stalwart.master import fit, views
 from stalwart.master.service import Master
 
 E = t.experiments.c
@@ -169,6 +169,7 @@ def experiment_page(m: Master, idx, exp_id: int, *, sort: str = "id", order: str
     with m.db.begin() as conn:
         row = Master.get_row(conn, t.experiments, exp_id, "experiment")
         head = experiment_head(row, idx, now)
+        head["warnings"] = fit.experiment_warnings(conn, row)
         tc = t.trials.c
         trials = conn.execute(
             sa.select(tc.id, tc.state, tc.hparams, tc.restarts, tc.runs, tc.progress, tc.early_exit,

@@ -37,6 +37,9 @@ function renderHead() {
     ["Priority", q.priority !== undefined && q.priority !== null ? String(q.priority) : "—"],
   ];
   if (e.error_message) facts.push(["Error", el("span", { class: "error-text", text: e.error_message })]);
+  const warnings = e.warnings || [];
+  $("#exp-warnings").replaceChildren(...warnings.map((w) => el("p", { class: "warning", text: `Warning: ${w}` })));
+  $("#exp-warnings").hidden = warnings.length === 0;
   $("#facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { dataset: { fact: k } }, v)]));
   const st = e.state;
   const enable = { pause: st === "ACTIVE", activate: st === "PAUSED", kill: !TERMINAL.has(st), archive: TERMINAL.has(st) };
