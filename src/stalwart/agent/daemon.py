@@ -8,7 +8,9 @@ import socket
 import threading
 import time
 
-from stalwart.api.errors import MasterUnavailable, StalwartError
+from stalwart.api.errors import InvalidStateError, MasterUnavailable, StalwartError
+from stalwart.agent.fencing import AgentLock, Lease, kill_recorded
+from stalwart.agent.log_buffer import DEFAULT_BLOCK_TIMEOUT, DEFAULT_MAX_BYTES
 from stalwart.agent.outbox import LogShipper, Outbox
 from stalwart.agent.process import TrialProcess
 from stalwart.agent.slots import threads_per_slot
@@ -20,7 +22,8 @@ log = logging.getLogger("stalwart.agent")
 class Agent:
     def __init__(self, master_url: str, cluster_token: str, work_root: pathlib.Path, *, agent_id: str | None = None,
                  slots: int = 1, slot_type: str = "cpu", resource_pool: str = "default",
-                 poll_timeout: float = 20.0) -> None:
+                 poll_timeout: float = 20.0, log_buffer_bytes: int = DEFAULT_MAX_BYTES,
+                 log_block_timeout: float = DEFAULT_BLOCK_TIMEOUT) -> None:
         self.agent_id = agent_id or socket.gethostname()
         self.client = Client(master_url, cluster_token=cluster_token, timeout=poll_timeout + 15)
         self.work_root = pathlib.Path(work_root)
@@ -28,8 +31,11 @@ class Agent:
         self.poll_timeout = poll_timeout
         self.procs: dict[str, TrialProcess] = {}
         self._lock = threading.Lock()
-        self.shipper = LogShipper(self.client, self.agent_id)
+        self.shipper = LogShipper(self.client, self.agent_id, max_bytes=log_buffer_bytes,
+                                  block_timeout=log_block_timeout)
         self.outbox = Outbox(self.client)
+        self.lock = AgentLock(self.work_root, self.agent_id)
+        self.lease = Lease()
         self._stop = threading.Event()
 
     # -- registration -------------------------------------------------------------------
@@ -42,16 +48,24 @@ class Agent:
             # as running here: the master would otherwise read the missing allocation as lost with its agent,
             # and the queued exit report, with the real exit code, would arrive too late to count.
             running += [a for a in self._undelivered_exits() if a not in running]
+            sent_at = time.monotonic()
             try:
                 reply = self.client.post("/agents", {
                     "agent_id": self.agent_id, "hostname": socket.gethostname(), "slots": self.slots,
                     "slot_type": self.slot_type, "resource_pool": self.resource_pool, "running_allocations": running,
+                    "incarnation": self.lock.incarnation, "replaces": self.lock.previous,
                 })
             except MasterUnavailable as err:
                 log.warning("%s; retrying in %.1f s", err, delay)
                 self._stop.wait(delay)
                 delay = min(delay * 2, 5.0)
                 continue
+            except InvalidStateError as err:  # another live agent holds this id: wait until it is gone
+                log.error("%s; retrying in 5 s", err)
+                self._stop.wait(5.0)
+                continue
+            self.lease.set_timeout(reply.get("agent_timeout"))
+            self.lease.renew(sent_at)
             for allocation_id in reply.get("kill", []):
                 self._kill(allocation_id)
             log.info("registered agent %s with %d %s slot(s) at %s", self.agent_id, self.slots, self.slot_type,
@@ -93,7 +107,7 @@ class Agent:
         log.info("allocation %s exited with %s", proc.allocation_id, proc.exit_code)
         self.outbox.send(
             f"/allocations/{proc.allocation_id}/exited",
-            {"agent_id": self.agent_id, "exit_code": proc.exit_code},
+            {"agent_id": self.agent_id, "exit_code": proc.exit_code, "agent_lost": proc.fenced},
             before=self.shipper.flush,
         )
 
@@ -114,7 +128,9 @@ class Agent:
     def _poll_once(self) -> None:
         with self._lock:
             known = [a for a, p in self.procs.items() if p.exit_code is None]
+        sent_at = time.monotonic()
         actions = self.client.get(f"/agents/{self.agent_id}/actions", timeout=self.poll_timeout, known=known)
+        self.lease.renew(sent_at)
         for allocation_id in actions.get("kill", []):
             self._kill(allocation_id)
         for order in actions.get("start", []):
@@ -126,11 +142,29 @@ class Agent:
         except MasterUnavailable as err:
             log.warning("master went away while starting %s: %s", order["allocation_id"], err)
 
+    # -- fencing --------------------------------------------------------------------------
+    def _keep_lease(self) -> None:
+        """Kill everything once the master may count this agent as lost: then nothing of it runs twice."""
+        while not self._stop.wait(0.25):
+            if not self.lease.expired():
+                continue
+            with self._lock:
+                live = [p for p in self.procs.values() if p.exit_code is None and not p.fenced]
+            if live:
+                log.error("no answer from the master for %.0f s, near its agent timeout: killing %d allocation(s) "
+                          "so that the master can safely start them again", self.lease.silent_for(), len(live))
+            for p in live:
+                p.fenced = True
+                p.kill()
+
     # -- main loop ------------------------------------------------------------------------
     def run_forever(self) -> None:
-        self.work_root.mkdir(parents=True, exist_ok=True)
+        self.lock.acquire()  # refuses a second agent on this work directory
+        for allocation_id in kill_recorded(self.work_root):  # survivors of a previous agent on this directory
+            log.warning("allocation %s had outlived the previous agent; it is killed", allocation_id)
         self.shipper.start()
         self.outbox.start()
+        threading.Thread(target=self._keep_lease, daemon=True, name="lease").start()
         self._register()
         while not self._stop.is_set():
             try:

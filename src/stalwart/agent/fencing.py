@@ -29,6 +29,8 @@ import threading
 import time
 import uuid
 
+from stalwart.api.errors import InvalidStateError
+
 log = logging.getLogger("stalwart.agent")
 
 LOCK_NAME = "agent.lock"
@@ -37,8 +39,19 @@ RECORD_NAME = "process.json"
 FENCE_FD_ENV = "STALWART_FENCE_FD"  # names the launcher's end of the pipe; harness/fence.py reads it
 
 
-class AgentAlreadyRunning(RuntimeError):
+class AgentAlreadyRunning(InvalidStateError):
     """Another live agent holds this work directory."""
+
+
+def _stat(pid: int) -> list[str] | None:
+    """/proc/PID/stat from field 3 (the state) on, or None if there is no such process."""
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command name (field 2) is in parentheses and may hold spaces: split after its closing one
+    fields = stat[stat.rfind(")") + 2:].split()
+    return fields if len(fields) > 19 else None
 
 
 def proc_start_time(pid: int) -> int | None:
@@ -46,13 +59,14 @@ def proc_start_time(pid: int) -> int | None:
 
     Together with the pid it names one process for good: a pid the kernel reuses has a new start time.
     """
-    try:
-        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # the command name (field 2) is in parentheses and may hold spaces: split after its closing one
-    fields = stat[stat.rfind(")") + 2:].split()
-    return int(fields[19]) if len(fields) > 19 else None
+    fields = _stat(pid)
+    return int(fields[19]) if fields else None
+
+
+def _running(pid: int, start_time: int) -> bool:
+    """That very process exists and is not a zombie (a dead process nobody has reaped yet)."""
+    fields = _stat(pid)
+    return bool(fields) and fields[0] != "Z" and int(fields[19]) == start_time
 
 
 class AgentLock:
@@ -125,7 +139,7 @@ class ProcessRecord:
     def alive(self) -> bool:
         """Whether the recorded group leader still runs (the same process: same pid and start time)."""
         rec = self.read()
-        return bool(rec) and rec.get("start_time") is not None and proc_start_time(rec["pgid"]) == rec["start_time"]
+        return bool(rec) and isinstance(rec.get("start_time"), int) and _running(rec["pgid"], rec["start_time"])
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)

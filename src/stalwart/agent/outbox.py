@@ -7,48 +7,48 @@ import threading
 import time
 from collections import deque
 
+from stalwart.agent.log_buffer import DEFAULT_BLOCK_TIMEOUT, DEFAULT_MAX_BYTES, LogBuffer
 from stalwart.api.errors import MasterUnavailable, StalwartError
 from stalwart.client import Client
 
 log = logging.getLogger(__name__)
 
-MAX_BUFFERED_LINES = 200_000
+# One POST to /task/logs: at most this many lines and about this much line text.
+BATCH_LINES = 10_000
+BATCH_BYTES = 4 * 1024 * 1024
 
 
 class LogShipper(threading.Thread):
-    """Collects log lines from every process and posts them in batches; keeps them while the master is away."""
+    """Collects log lines from every process and posts them in batches; keeps them while the master is away.
 
-    def __init__(self, client: Client, agent_id: str, interval: float = 0.2) -> None:
+    Lines wait in a `LogBuffer` (bounded per allocation: a full one blocks the trial's output, then drops
+    with a marker). This thread is its only consumer: it posts the oldest lines and removes exactly those
+    once the master has stored them."""
+
+    def __init__(self, client: Client, agent_id: str, interval: float = 0.2, *,
+                 max_bytes: int = DEFAULT_MAX_BYTES, block_timeout: float = DEFAULT_BLOCK_TIMEOUT) -> None:
         super().__init__(daemon=True, name="log-shipper")
         self.client = client
         self.agent_id = agent_id
         self.interval = interval
-        self._lines: deque = deque()
-        self._lock = threading.Lock()
         self._wake = threading.Event()
-        self._idle = threading.Event()
-        self._idle.set()
+        self.buffer = LogBuffer(max_bytes, block_timeout, on_full=self._wake.set)
 
-    def add(self, entry: dict) -> None:
-        with self._lock:
-            if len(self._lines) >= MAX_BUFFERED_LINES:
-                self._lines.popleft()
-            self._lines.append(entry)
-            self._idle.clear()
+    def add(self, entry: dict) -> bool:
+        """Queue a line (blocks while its allocation's buffer is full); False if it was dropped."""
+        return self.buffer.add(entry)
 
     def flush(self, timeout: float = 10.0) -> bool:
         self._wake.set()
-        return self._idle.wait(timeout)
+        return self.buffer.wait_empty(timeout)
 
     def run(self) -> None:
         while True:
             self._wake.wait(self.interval)
             self._wake.clear()
             while True:
-                with self._lock:
-                    batch = [self._lines[i] for i in range(min(len(self._lines), 2000))]
+                batch = self.buffer.take(BATCH_LINES, BATCH_BYTES)
                 if not batch:
-                    self._idle.set()
                     break
                 try:
                     self.client.post("/task/logs", {"logs": batch})
@@ -56,9 +56,7 @@ class LogShipper(threading.Thread):
                     log.debug("log shipping failed, keeping %d lines: %s", len(batch), err)
                     time.sleep(1.0)
                     break
-                with self._lock:
-                    for _ in batch:
-                        self._lines.popleft()
+                self.buffer.ack(batch)
 
 
 class Outbox(threading.Thread):

@@ -33,6 +33,7 @@ class TrialProcess:
         self.proc: subprocess.Popen | None = None
         self.exit_code: int | None = None
         self.killed = False
+        self.fenced = False  # killed by the agent itself for lack of the master: its end is a lost agent's
         self._lock = threading.Lock()
         self.record = ProcessRecord(self.dir)
         self._fence_fd: int | None = None  # our end of the launcher's watchdog pipe: open while it may run

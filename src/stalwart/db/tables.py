@@ -79,6 +79,7 @@ agents = sa.Table(
     sa.Column("last_seen", sa.Float, nullable=False),
     sa.Column("draining", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
     sa.Column("address", sa.String(256), nullable=True),  # as the master sees it; gang rendezvous uses it
+    sa.Column("incarnation", sa.String(64), nullable=True),  # the agent process now holding this id (fencing)
 )
 
 allocations = sa.Table(

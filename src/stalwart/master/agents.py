@@ -7,7 +7,7 @@ import urllib.parse
 
 import sqlalchemy as sa
 
-from stalwart.api.errors import InvalidRequest
+from stalwart.api.errors import InvalidRequest, InvalidStateError
 from stalwart.api.states import AllocationState as A, ExitReason
 from stalwart.config import views
 from stalwart.db import tables as t
@@ -29,7 +29,9 @@ def register(m: Master, body: dict, peer: str | None = None) -> dict:
     if m.settings.cluster.pool(pool) is None:
         raise InvalidRequest(f"resource_pool: this master has no pool {pool!r}; its pools are: "
                              f"{', '.join(m.settings.cluster.pool_names)}")
+    incarnation = str(body.get("incarnation") or "")[:64] or None
     values = dict(
+        incarnation=incarnation,
         hostname=str(body.get("hostname") or ""),
         address=str(body.get("address") or peer or "") or None,
         resource_pool=pool,
@@ -39,8 +41,9 @@ def register(m: Master, body: dict, peer: str | None = None) -> dict:
         last_seen=now(),
     )
     with m.db.begin() as conn:
-        exists = conn.execute(sa.select(t.agents.c.id).where(t.agents.c.id == agent_id)).first()
+        exists = conn.execute(sa.select(t.agents).where(t.agents.c.id == agent_id)).mappings().first()
         if exists:
+            _check_takeover(m, exists, incarnation, body.get("replaces"))
             conn.execute(t.agents.update().where(t.agents.c.id == agent_id).values(**values))
         else:
             conn.execute(t.agents.insert().values(id=agent_id, enabled=True, registered_at=now(), **values))
@@ -57,7 +60,26 @@ def register(m: Master, body: dict, peer: str | None = None) -> dict:
         live = {c["allocation_id"] for c in ours}
         stale = [a for a in running if a not in live]
     m.wake_scheduler()
-    return {"agent_id": agent_id, "kill": stale, "cluster_id": m.cluster_id}
+    return {"agent_id": agent_id, "kill": stale, "cluster_id": m.cluster_id,
+            "agent_timeout": m.settings.agent_timeout_s}
+
+
+def _check_takeover(m: Master, row, incarnation: str | None, replaces) -> None:
+    """One live agent per id. Another process may take an id over only when the one holding it is gone:
+    it says it replaced that process (same work directory, whose lock it now holds, and it killed what that
+    process left running), or the holder has been silent for `agent_timeout` (then it has killed its own
+    processes: see agent/fencing.py) or was already declared lost. Otherwise the newcomer is refused, and
+    the live allocations of the holder stay as they are."""
+    holder = row["incarnation"]
+    if not holder or not incarnation or holder == incarnation or replaces == holder or not row["connected"]:
+        return
+    silent = now() - row["last_seen"]
+    if silent > m.settings.agent_timeout_s:
+        return
+    raise InvalidStateError(
+        f"agent id {row['id']!r} is held by another running agent (host {row['hostname'] or '?'}, last heard from "
+        f"{silent:.0f} s ago); stop that agent first, or give this one a different --agent-id. "
+        f"It takes over on its own once the other has been silent for {m.settings.agent_timeout_s:.0f} s")
 
 
 def _container_started(conn, allocation_id: str, agent_id: str, pid: int | None) -> None:
@@ -217,12 +239,21 @@ def mark_started(m: Master, agent_id: str, allocation_id: str, pid: int | None) 
     return {"kill": False}
 
 
-def mark_exited(m: Master, agent_id: str, allocation_id: str, exit_code: int | None) -> None:
+def mark_exited(m: Master, agent_id: str, allocation_id: str, exit_code: int | None, agent_lost: bool = False) -> None:
     """A container ended. A failed one takes the rest of its gang down; the allocation ends with the last
-    container, with the first failure's exit code (so a gang failure counts as one failure)."""
+    container, with the first failure's exit code (so a gang failure counts as one failure).
+
+    `agent_lost`: the agent killed it itself, having lost the master for too long (fencing); that ends the
+    allocation as a lost agent does, without counting a failure."""
     with m.db.begin() as conn:
         alloc = Master.get_row(conn, t.allocations, allocation_id, "allocation")
         _container(conn, agent_id, allocation_id)
+        if agent_lost:
+            containers.set_state(conn, allocation_id, agent_id, A.TERMINATED.value)
+            if alloc["state"] != A.TERMINATED.value:
+                containers.kill_others(m, conn, allocation_id, agent_id)
+                trials.allocation_exited(m, conn, allocation_id, None, ExitReason.AGENT_LOST)
+            return
         containers.set_state(conn, allocation_id, agent_id, A.TERMINATED.value, exit_code=exit_code)
         if alloc["state"] == A.TERMINATED.value:
             return

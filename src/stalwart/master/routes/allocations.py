@@ -70,6 +70,7 @@ async def exited(request: Request, allocation_id: str) -> dict:
     m = agent_only(request)
     data = await body(request)
     code = data.get("exit_code")
-    agents.mark_exited(m, str(data.get("agent_id")), allocation_id, code if isinstance(code, int) else None)
+    agents.mark_exited(m, str(data.get("agent_id")), allocation_id, code if isinstance(code, int) else None,
+                       agent_lost=data.get("agent_lost") is True)
     m.wake_scheduler()
     return {}

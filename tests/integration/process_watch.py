@@ -1,0 +1,59 @@
+"""A watcher that scans processes every 0.2 s and records any moment two processes of one trial are alive."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import defaultdict
+
+
+def trial_processes(script: bytes = b"train.py") -> dict[int, list[int]]:
+    """Trial id -> pids of the processes running its script (the `sh -c` wrapper and watchdogs excluded)."""
+    found: dict[int, list[int]] = defaultdict(list)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmd = open(f"/proc/{entry}/cmdline", "rb").read()
+            if script not in cmd or cmd.startswith(b"sh\x00-c") or b"/sh\x00-c" in cmd:
+                continue
+            env = open(f"/proc/{entry}/environ", "rb").read()
+        except OSError:
+            continue
+        for var in env.split(b"\x00"):
+            if var.startswith(b"STALWART_TRIAL_ID="):
+                found[int(var.split(b"=", 1)[1])].append(int(entry))
+    return found
+
+
+class DoubleRunWatcher(threading.Thread):
+    """Records (time, trial id, pids) whenever more than one process of a trial is alive at once."""
+
+    def __init__(self, interval: float = 0.2, script: bytes = b"train.py") -> None:
+        super().__init__(daemon=True, name="double-run-watcher")
+        self.interval, self.script = interval, script
+        self.doubles: list[tuple[float, int, list[int]]] = []
+        self.scans = 0
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.interval):
+            for trial_id, pids in trial_processes(self.script).items():
+                alive = [p for p in pids if running(p)]
+                if len(alive) > 1:
+                    self.doubles.append((time.time(), trial_id, alive))
+            self.scans += 1
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(5)
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
