@@ -39,18 +39,19 @@ def runs(c, trial_id: int) -> list[dict]:
     return c.client().get(f"/trials/{trial_id}")["runs"]
 
 
-def wait_running_process(c, trial_id: int) -> list[int]:
-    return c.wait_for(lambda: live_run(c, trial_id) and trial_processes().get(trial_id), timeout=60,
+def wait_running_process(c, trial_id: int, marker: str) -> list[int]:
+    return c.wait_for(lambda: live_run(c, trial_id) and trial_processes(marker).get(trial_id), timeout=60,
                       what=f"a process of trial {trial_id}")
 
 
 def test_a_killed_agents_trial_dies_with_it_and_its_restart_takes_over_at_once(tmp_path):
     with LocalTestCluster(tmp_path / "home") as c:
-        watcher = DoubleRunWatcher()
+        marker = f"LEDGER={tmp_path / 'ledger'}"
+        watcher = DoubleRunWatcher(marker)
         watcher.start()
         exp_id = create(c, fault_config(tmp_path / "ledger"), FAULTS)
         trial_id = first_trial(c, exp_id)
-        pids = wait_running_process(c, trial_id)
+        pids = wait_running_process(c, trial_id, marker)
         c.kill_agent(0)
         # the launcher's watchdog saw the agent's end of its pipe close: the trial is gone, long before the
         # master's agent_timeout (30 s here) could declare the agent lost
@@ -70,11 +71,12 @@ def test_a_killed_agents_trial_dies_with_it_and_its_restart_takes_over_at_once(t
 
 def test_a_second_agent_with_a_live_agents_id_is_refused_and_changes_nothing(tmp_path):
     with LocalTestCluster(tmp_path / "home") as c:
-        watcher = DoubleRunWatcher()
+        marker = f"LEDGER={tmp_path / 'ledger'}"
+        watcher = DoubleRunWatcher(marker)
         watcher.start()
         exp_id = create(c, fault_config(tmp_path / "ledger", steps=80), FAULTS)
         trial_id = first_trial(c, exp_id)
-        wait_running_process(c, trial_id)
+        wait_running_process(c, trial_id, marker)
         # the same id from another work directory (another machine, or a second `up`): refused while the first lives
         intruder = c._spawn(["agent", "run", "--master", c.url, "--agent-id", "agent-0", "--work-dir",
                              str(tmp_path / "other"), "--slots", "1"], "intruder.log")
@@ -100,11 +102,12 @@ def test_a_second_agent_with_a_live_agents_id_is_refused_and_changes_nothing(tmp
 
 def test_an_agent_cut_off_from_its_master_kills_its_trials_before_the_master_declares_it_lost(tmp_path):
     with LocalTestCluster(tmp_path / "home", agent_timeout=6) as c:
-        watcher = DoubleRunWatcher()
+        marker = f"LEDGER={tmp_path / 'ledger'}"
+        watcher = DoubleRunWatcher(marker)
         watcher.start()
         exp_id = create(c, fault_config(tmp_path / "ledger", steps=150), FAULTS)
         trial_id = first_trial(c, exp_id)
-        pids = wait_running_process(c, trial_id)
+        pids = wait_running_process(c, trial_id, marker)
         os.kill(c.master.pid, signal.SIGSTOP)  # the master hangs: no answer, no heartbeat
         try:
             c.wait_for(lambda: not any(running(p) for p in pids), timeout=15, what="the agent to kill its trial")

@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 
-from stalwart.api.errors import InvalidStateError
+from stalwart.api.errors import InvalidRequest, InvalidStateError
 
 log = logging.getLogger("stalwart.agent")
 
@@ -84,9 +84,13 @@ class AgentLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self.work_root.mkdir(parents=True, exist_ok=True)
         path = self.work_root / LOCK_NAME
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            self.work_root.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as err:
+            raise InvalidRequest(f"--work-dir {self.work_root}: cannot use it as the agent's work directory "
+                                 f"({err.strerror or err}); give a writable directory") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

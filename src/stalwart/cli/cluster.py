@@ -95,6 +95,8 @@ def master_run(config_file, db_url, host, port, home_dir, advertised_url, cluste
     token_path = homes.token_file(base)
     token_path.write_text(app.state.master.cluster_token)
     os.chmod(token_path, 0o600)
+    # which cluster this home's master serves: `stalwart up` checks that the master answering is this one
+    local_cluster.cluster_id_file(base).write_text(app.state.master.cluster_id)
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import pathlib
 import signal
 import socket
 import subprocess
@@ -11,7 +13,7 @@ import time
 
 import httpx
 
-from stalwart.api.errors import MasterUnavailable, StalwartError
+from stalwart.api.errors import InvalidRequest, InvalidStateError, MasterUnavailable, StalwartError
 from stalwart.cli import home as homes
 
 DEFAULT_PORT = 8080
@@ -35,11 +37,17 @@ def pick_port(preferred: int = DEFAULT_PORT) -> int:
         return s.getsockname()[1]
 
 
-def master_alive(url: str, timeout: float = 2.0) -> bool:
+def master_info(url: str, timeout: float = 2.0) -> dict | None:
+    """What the master at `url` says of itself (its cluster id), or None if none answers."""
     try:
-        return httpx.get(url + "/api/v1/master", timeout=timeout).status_code == 200
-    except httpx.HTTPError:
-        return False
+        resp = httpx.get(url + "/api/v1/master", timeout=timeout)
+        return resp.json() if resp.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
+def master_alive(url: str, timeout: float = 2.0) -> bool:
+    return master_info(url, timeout) is not None
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -54,12 +62,32 @@ def pid_alive(pid: int | None) -> bool:
     return True
 
 
+def ours(pid: int | None, role: str, base: pathlib.Path) -> bool:
+    """Whether `pid` is this home's `stalwart master run` / `agent run` (not a process that reused the pid)."""
+    if not pid_alive(pid):
+        return False
+    try:
+        argv = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        state = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return (state != "Z" and b"stalwart.cli.main" in argv and role.encode() in argv
+            and any(str(base).encode() in a for a in argv))
+
+
+def cluster_id_file(base: pathlib.Path) -> pathlib.Path:
+    return base / "cluster-id"
+
+
 def running_local() -> dict | None:
-    """The record of a local cluster whose master answers, else None."""
+    """The record of a local cluster whose master answers as this home's cluster, else None."""
     rec = homes.read_local_record()
-    if rec and pid_alive(rec.get("master_pid")) and master_alive(rec["url"]):
-        return rec
-    return None
+    if not rec or not ours(rec.get("master_pid"), "master", pathlib.Path(rec.get("home") or homes.home())):
+        return None
+    info = master_info(rec["url"])
+    if info is None or (rec.get("cluster_id") and info.get("cluster_id") != rec["cluster_id"]):
+        return None
+    return rec
 
 
 def _spawn(args: list[str], log_name: str, foreground: bool) -> subprocess.Popen:
@@ -73,45 +101,125 @@ def _spawn(args: list[str], log_name: str, foreground: bool) -> subprocess.Popen
                             start_new_session=True)
 
 
-def wait_for_master(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+def _log_tail(name: str, lines: int = 8) -> str:
+    path = homes.home() / "logs" / name
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return "\n".join(text[-lines:])
+
+
+def wait_for_master(url: str, proc: subprocess.Popen, base: pathlib.Path, timeout: float = 60.0) -> str:
+    """Wait until the master we started answers at `url` as our cluster; returns its cluster id."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if master_alive(url, timeout=1.0):
-            return
+        info = master_info(url, timeout=1.0)
+        try:
+            ours_id = cluster_id_file(base).read_text().strip()
+        except OSError:
+            ours_id = None
+        if info is not None and ours_id and info.get("cluster_id") == ours_id and proc.poll() is None:
+            return ours_id
         if proc.poll() is not None:
             log = homes.home() / "logs" / "master.log"
-            raise StalwartError(f"the local master exited with code {proc.returncode}; see {log}")
+            if info is not None:
+                raise InvalidStateError(
+                    f"{url} is already served by another Stalwart master (cluster {info.get('cluster_id')}), not "
+                    f"this home's ({base}); choose another port with --port, or stop that master")
+            raise StalwartError(f"the local master exited with code {proc.returncode}; see {log}:\n"
+                                f"{_log_tail('master.log')}")
         time.sleep(0.2)
-    raise MasterUnavailable(f"the local master did not answer at {url} within {timeout:.0f} s")
+    raise MasterUnavailable(f"the local master did not answer at {url} within {timeout:.0f} s; see "
+                            f"{homes.home() / 'logs' / 'master.log'}")
+
+
+def wait_for_agent(url: str, agent_id: str, proc: subprocess.Popen | None, since: float,
+                   timeout: float = 60.0) -> None:
+    """Wait until the local agent has registered with the master (else fail showing the agent's error)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            agents = httpx.get(url + "/api/v1/agents", timeout=2.0).json().get("agents", [])
+        except (httpx.HTTPError, ValueError, AttributeError):
+            agents = []
+        if any(a.get("id") == agent_id and a.get("connected") and a.get("last_seen", 0) >= since for a in agents):
+            return
+        if proc is not None and proc.poll() is not None:
+            raise StalwartError(f"the local agent exited with code {proc.returncode}; from "
+                                f"{homes.home() / 'logs' / 'agent.log'}:\n{_log_tail('agent.log')}")
+        time.sleep(0.2)
+    raise StalwartError(f"the local agent did not register with the master within {timeout:.0f} s; from "
+                        f"{homes.home() / 'logs' / 'agent.log'}:\n{_log_tail('agent.log')}")
 
 
 def start(port: int | None = None, slots: int | None = None, foreground: bool = False, config: str | None = None,
           pool: str = "default") -> dict:
-    """Start master and agent; returns the record written to $STALWART_HOME/local-cluster.json."""
-    existing = running_local()
-    if existing:
-        return {**existing, "already_running": True}
+    """Start master and agent; returns the record written to $STALWART_HOME/local-cluster.json.
+
+    After a crash, the survivors of the last start are reused: a master that still answers, an agent
+    that still runs (its trials too), and the recorded port, so that nothing runs twice.
+    """
+    if slots is not None and slots < 0:
+        raise InvalidRequest(f"--slots: expected an integer >= 0, got {slots}")
+    if port is not None and not 0 < port < 65536:
+        raise InvalidRequest(f"--port: expected a port number in 1..65535, got {port}")
     base = homes.home()
     base.mkdir(parents=True, exist_ok=True)
-    port = port or pick_port()
+    rec = homes.read_local_record() or {}
+    if rec.get("home") and pathlib.Path(rec["home"]) != base:
+        rec = {}
+    master_pid = rec.get("master_pid") if ours(rec.get("master_pid"), "master", base) else None
+    # the agent holding this home's work directory, whoever started it (`up`, or a restart by hand)
+    agent_pid = next((pid for pid in (rec.get("agent_pid"), _agent_state_pid(base / "agent"))
+                      if ours(pid, "agent", base)), None)
+    if master_pid and agent_pid and running_local():
+        return {**rec, "already_running": True}
+    if foreground and (master_pid or agent_pid):
+        raise InvalidStateError(f"this home's cluster still runs in the background ({base}); stop it with "
+                                f"`stalwart down` before starting it in the foreground")
+    if (master_pid or agent_pid) and port is not None and port != rec.get("port"):
+        raise InvalidStateError(f"this home's cluster still runs on port {rec.get('port')} ({base}); use that "
+                                f"port, or stop it first with `stalwart down`")
+    if master_pid and not master_alive(rec["url"], timeout=5.0):
+        raise InvalidStateError(f"this home's master (pid {master_pid}) runs but does not answer at {rec['url']}; "
+                                f"stop the cluster with `stalwart down`, then start it again")
+    port = port or rec.get("port") or pick_port()
     url = f"http://127.0.0.1:{port}"
-    db = f"sqlite:///{base / 'master.db'}"
-    args = ["master", "run", "--port", str(port), "--home", str(base)]
-    args += ["--config", config] if config else ["--db", db]
-    if config:
-        from stalwart.config.master import load_master_config
+    master = None
+    if master_pid:
+        cluster_id = rec.get("cluster_id")
+    else:
+        if not port_free(port):
+            other = master_info(url)
+            who = f"another Stalwart master (cluster {other.get('cluster_id')})" if other else "another program"
+            raise InvalidStateError(f"port {port} is already in use by {who}; choose another port with --port")
+        db = f"sqlite:///{base / 'master.db'}"
+        args = ["master", "run", "--port", str(port), "--home", str(base)]
+        args += ["--config", config] if config else ["--db", db]
+        if config:
+            from stalwart.config.master import load_master_config
 
-        if not load_master_config(config).db_url:
-            args += ["--db", db]
-    master = _spawn(args, "master.log", foreground)
-    wait_for_master(url, master)
-    agent_args = ["agent", "run", "--master", url, "--token-file", str(homes.token_file(base)),
-                  "--work-dir", str(base / "agent"), "--resource-pool", pool]
-    if slots is not None:
-        agent_args += ["--slots", str(slots)]
-    agent = _spawn(agent_args, "agent.log", foreground)
-    record = {"url": url, "master_pid": master.pid, "agent_pid": agent.pid, "home": str(base), "port": port}
-    homes.write_local_record(record)
+            if not load_master_config(config).db_url:
+                args += ["--db", db]
+        cluster_id_file(base).unlink(missing_ok=True)  # the master writes it again once it holds its database
+        master = _spawn(args, "master.log", foreground)
+        master_pid = master.pid
+        cluster_id = wait_for_master(url, master, base)
+    agent = None
+    agent_id = socket.gethostname()
+    since = time.time() - 1.0  # a registration (or a survivor's re-registration) after this start
+    if not agent_pid:
+        agent_args = ["agent", "run", "--master", url, "--token-file", str(homes.token_file(base)),
+                      "--work-dir", str(base / "agent"), "--resource-pool", pool, "--agent-id", agent_id]
+        if slots is not None:
+            agent_args += ["--slots", str(slots)]
+        agent = _spawn(agent_args, "agent.log", foreground)
+        agent_pid = agent.pid
+    record = {"url": url, "master_pid": master_pid, "agent_pid": agent_pid, "home": str(base), "port": port,
+              "cluster_id": cluster_id}
+    homes.write_local_record(record)  # before waiting: `down` must find what was started, whatever happens next
+    wait_for_agent(url, agent_id, agent, since)
     if foreground:
         _wait_foreground(master, agent)
     return record
@@ -138,24 +246,39 @@ def _wait_foreground(master: subprocess.Popen, agent: subprocess.Popen) -> None:
 
 
 def stop() -> bool:
-    """Stop the local cluster; False if none was running."""
-    rec = homes.read_local_record()
-    if not rec:
-        return False
+    """Stop the local cluster (agent first, so that it ends its trials; then the master); False if none ran.
+
+    Besides the recorded processes, an agent still holding this home's work directory (it records its
+    pid there) is stopped too: nothing this cluster started outlives `stalwart down`.
+    """
+    base = homes.home()
+    rec = homes.read_local_record() or {}
+    agent_pids = [rec.get("agent_pid"), _agent_state_pid(base / "agent")]
+    targets = [(pid, "agent") for pid in dict.fromkeys(agent_pids) if pid] + [(rec.get("master_pid"), "master")]
     stopped = False
-    for key in ("agent_pid", "master_pid"):
-        pid = rec.get(key)
-        if pid_alive(pid):
-            os.kill(pid, signal.SIGTERM)
-            stopped = True
-            deadline = time.monotonic() + 15
-            while pid_alive(pid) and time.monotonic() < deadline:
-                _reap(pid)
-                time.sleep(0.1)
-            if pid_alive(pid):
-                os.kill(pid, signal.SIGKILL)
+    for pid, role in targets:
+        if not ours(pid, role, base):
+            continue
+        stopped = True
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        while ours(pid, role, base) and time.monotonic() < deadline:
+            _reap(pid)
+            time.sleep(0.1)
+        if ours(pid, role, base):  # its trials die with it (their watchdogs see it go)
+            os.kill(pid, signal.SIGKILL)
+            _reap(pid)
     homes.local_record_path().unlink(missing_ok=True)
     return stopped
+
+
+def _agent_state_pid(work_dir: pathlib.Path) -> int | None:
+    """The pid the agent of `work_dir` recorded (agent/fencing.py writes agent-state.json)."""
+    try:
+        pid = json.loads((work_dir / "agent-state.json").read_text()).get("pid")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return pid if isinstance(pid, int) else None
 
 
 def _reap(pid: int) -> None:
