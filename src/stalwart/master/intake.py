@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import uuid as uuidlib
 
 import sqlalchemy as sa
@@ -14,6 +13,7 @@ from stalwart.api.errors import ForbiddenError, InvalidRequest, InvalidStateErro
 from stalwart.api.states import AllocationState as A, ExitReason
 from stalwart.db import tables as t
 from stalwart.master import searching
+from stalwart.master.metric_reports import parse_reports as parse_reports  # the routes' and tests' entry point
 from stalwart.master.service import Master, now
 
 log = logging.getLogger(__name__)
@@ -31,49 +31,6 @@ def caller_allocation(conn, allocation_id: str, trial_id: int):
     return alloc
 
 
-def _check_finite(value, path: str) -> None:
-    if isinstance(value, float) and not math.isfinite(value):
-        raise InvalidRequest(f"{path}: metric values must be finite numbers, got {value}")
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _check_finite(v, f"{path}.{k}")
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            _check_finite(v, f"{path}[{i}]")
-
-
-def parse_reports(trial_id: int, body: dict) -> list[dict]:
-    reports = body.get("reports")
-    if not isinstance(reports, list):
-        raise InvalidRequest("reports: expected a list of {group, steps_completed, metrics}")
-    rows = []
-    for i, r in enumerate(reports):
-        where = f"reports[{i}]"
-        if not isinstance(r, dict):
-            raise InvalidRequest(f"{where}: expected an object")
-        group = r.get("group")
-        if not isinstance(group, str) or not group or len(group) > 64:
-            raise InvalidRequest(f"{where}.group: expected a non-empty name of at most 64 characters")
-        steps = r.get("steps_completed")
-        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
-            raise InvalidRequest(f"{where}.steps_completed: expected an integer >= 0, got {steps!r}")
-        metrics = r.get("metrics")
-        if not isinstance(metrics, dict):
-            raise InvalidRequest(f"{where}.metrics: expected an object of metric name to value")
-        _check_finite(metrics, f"{where}.metrics")
-        rows.append(
-            {
-                "trial_id": trial_id,
-                "trial_run_id": int(r.get("trial_run_id") or 0),
-                "group_name": group,
-                "steps_completed": steps,
-                "metrics": metrics,
-                "report_time": float(r.get("report_time") or now()),
-            }
-        )
-    return rows
-
-
 def _upsert(conn, dialect: str, rows: list[dict]) -> None:
     latest = {(r["trial_id"], r["group_name"], r["steps_completed"]): r for r in rows}
     ins = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(t.metrics)
@@ -86,7 +43,12 @@ def _upsert(conn, dialect: str, rows: list[dict]) -> None:
 
 
 class MetricsWriter:
-    """Group commit: every report waiting at flush time goes into one transaction, then all are acknowledged."""
+    """Group commit: every report waiting at flush time goes into one transaction, then all are acknowledged.
+
+    Reports are validated before they are queued (metric_reports.parse_reports). Should a group commit
+    fail all the same, each request's rows are written again on their own, so that only the request
+    whose rows cannot be stored fails and every other request in the group is stored and acknowledged.
+    """
 
     def __init__(self, m: Master) -> None:
         self.m = m
@@ -105,17 +67,29 @@ class MetricsWriter:
                 item = self.queue.get_nowait()
                 batch.append(item)
                 size += len(item[0])
-            try:
-                self._write([r for rows, _ in batch for r in rows])
-            except Exception as err:
+            self.commit(batch)
+
+    def commit(self, batch: list[tuple[list[dict], asyncio.Future]]) -> None:
+        """Write a batch of (rows, future) in one transaction, else each alone; settle every future."""
+        try:
+            self._write([r for rows, _ in batch for r in rows])
+        except Exception as err:
+            if len(batch) == 1:
                 log.exception("metrics write failed")
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_exception(err)
-                continue
-            for _, fut in batch:
-                if not fut.done():
-                    fut.set_result(None)
+                _settle(batch[0][1], err)
+                return
+            log.warning("group commit of %d metric requests failed (%s); writing each request alone", len(batch), err)
+            for rows, fut in batch:
+                try:
+                    self._write(rows)
+                except Exception as one_err:
+                    log.exception("metrics write of one request (%d rows) failed", len(rows))
+                    _settle(fut, one_err)
+                else:
+                    _settle(fut, None)
+            return
+        for _, fut in batch:
+            _settle(fut, None)
 
     def _write(self, rows: list[dict]) -> None:
         if not rows:
@@ -129,6 +103,15 @@ class MetricsWriter:
         for r in sorted(validations, key=lambda r: (r["trial_id"], r["steps_completed"])):
             trial = conn.execute(sa.select(t.trials).where(t.trials.c.id == r["trial_id"])).mappings().one()
             searching.on_validation(self.m, conn, dict(trial), r["steps_completed"], r["metrics"])
+
+
+def _settle(fut: asyncio.Future, err: Exception | None) -> None:
+    if fut.done():  # the request was cancelled (its client went away)
+        return
+    if err is None:
+        fut.set_result(None)
+    else:
+        fut.set_exception(err)
 
 
 def register_checkpoint(m: Master, allocation_id: str, body: dict) -> dict:

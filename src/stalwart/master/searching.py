@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import deque
 
 import sqlalchemy as sa
 
+from stalwart.api import metric_values
 from stalwart.api.errors import ConfigError
 from stalwart.api.states import AllocationState, ExitReason, ExperimentState as S
 from stalwart.db import tables as t
@@ -231,7 +231,7 @@ def on_validation(m: Master, conn, trial: dict, steps_completed: int, metrics: d
     exp, search = load(m, conn, trial["experiment_id"])
     name = exp["config"]["searcher"]["metric"]
     value = metrics.get(name)
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+    if metric_values.number(value) is None:  # NaN and +-Infinity are numbers: searchers rank NaN worst
         from stalwart.master import trials
 
         reported = ", ".join(sorted(metrics)) or "none"

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stalwart.api.errors import ConfigError
+from stalwart.api.metric_values import number
 from stalwart.config import views
 
 # The value recorded for a trial that errored (Determined uses math.MaxFloat64). A finite number so
@@ -133,11 +134,17 @@ class MetricReader:
         return cls(views.searcher_metric(config), views.smaller_is_better(config), time_metric)
 
     def value(self, metrics: Mapping) -> float | None:
-        """The metric, smaller-is-better; None when absent or not a finite number."""
-        raw = metrics.get(self.metric) if self.metric else None
-        if not is_finite_number(raw):
+        """The metric, smaller-is-better; None when absent or not a number.
+
+        NaN (also stored as "NaN") is the worst value, as for an errored trial; +-Infinity are +-WORST,
+        so that snapshots stay finite JSON.
+        """
+        raw = number(metrics.get(self.metric)) if self.metric else None
+        if raw is None:
             return None
-        return self.sign * float(raw)
+        if raw != raw:
+            return WORST
+        return max(-WORST, min(WORST, self.sign * raw))
 
     def time(self, metrics: Mapping, steps_completed: int | None) -> float | None:
         """`metrics[time_metric]`; for `batches`, `steps_completed` when the metric is absent."""

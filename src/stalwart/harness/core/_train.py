@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import math
 import os
 import pathlib
 import tempfile
@@ -12,6 +11,7 @@ import time
 from typing import Any
 
 from stalwart.api.errors import NotFoundError
+from stalwart.api.metric_values import encode_float
 from stalwart.client import Client
 from stalwart.harness.core._shipper import MetricShipper
 from stalwart.harness.tensorboard import ScalarWriter
@@ -32,29 +32,21 @@ class EarlyExitReason(enum.Enum):
 
 
 def check_metrics(metrics: Any, where: str = "metrics") -> None:
-    """Refuse non-finite numbers and non-mapping metrics with an error that names the metric."""
+    """Refuse metrics that are not a mapping of name to value, with an error that names them.
+
+    NaN and +-Infinity are accepted, as Determined accepts them: they are sent and stored as the strings
+    "NaN", "Infinity" and "-Infinity" (see `_plain`), and read back as those strings.
+    """
     if not isinstance(metrics, dict):
         raise TypeError(f"{where} must be a dict of metric name to value, got {type(metrics).__name__}")
-    for name, value in metrics.items():
-        _check_value(value, f"{where}[{name!r}]")
-
-
-def _check_value(value: Any, where: str) -> None:
-    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 0) == 0:
-        value = value.item()  # numpy / torch scalars
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{where} is {value}: metric values must be finite numbers")
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _check_value(v, f"{where}[{k!r}]")
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            _check_value(v, f"{where}[{i}]")
 
 
 def _plain(value: Any) -> Any:
+    """JSON-ready: numpy / torch scalars as Python numbers, non-finite floats as their wire strings."""
     if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 0) == 0:
-        return value.item()
+        value = value.item()
+    if isinstance(value, float):
+        return encode_float(value)
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -96,8 +88,8 @@ class TrainContext:
                                         {f"{group}/{k}": v for k, v in report["metrics"].items()})
 
     def _report(self, group: str, steps_completed: int, metrics: dict) -> None:
-        if not isinstance(steps_completed, int) or isinstance(steps_completed, bool) or steps_completed < 0:
-            raise ValueError(f"steps_completed must be an integer >= 0, got {steps_completed!r}")
+        if not isinstance(steps_completed, int) or isinstance(steps_completed, bool) or not 0 <= steps_completed < 2**63:
+            raise ValueError(f"steps_completed must be an integer in 0..{2**63 - 1}, got {steps_completed!r}")
         check_metrics(metrics)
         plain = _plain(metrics)
         if self._shipper is None:

@@ -23,6 +23,8 @@ async def body(request: Request) -> dict:
         data = json.loads(raw)
     except ValueError as err:
         raise InvalidRequest(f"request body is not valid JSON: {err}") from None
+    except RecursionError:
+        raise InvalidRequest("request body is nested too deeply to parse") from None
     if not isinstance(data, dict):
         raise InvalidRequest("request body must be a JSON object")
     return data
