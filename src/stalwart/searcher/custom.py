@@ -51,6 +51,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from stalwart.api.metric_values import NON_FINITE
 from stalwart.searcher._common import MetricReader, SearchContext, clamp_progress
 from stalwart.searcher.base import Action, Pause, Resume, SearchMethod, Stop, TrialExit
 from stalwart.searcher.base import Create as CreateAction
@@ -291,6 +292,8 @@ class CustomSearch(SearchMethod):
             return []
         time = self.reader.time(metrics, steps_completed)
         metric = metrics.get(self.reader.metric)
+        if isinstance(metric, str) and metric in NON_FINITE:
+            metric = NON_FINITE[metric]  # stored as "NaN"/"Infinity"; the user's method gets a float, as in Determined
         if time is None or time < trial["target"] or metric is None:
             return []
         trial["status"] = AT_TARGET

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import uuid
 
 import pytest
 import sqlalchemy as sa
 
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.metric_values import encode, number
+from stalwart.config import load_experiment_config
 from stalwart.context import pack_context
 from stalwart.db import tables as t
 from stalwart.master import agents, experiments, scheduling
@@ -149,3 +151,41 @@ def test_nan_values_are_stored_and_a_nan_searcher_metric_does_not_fail_the_trial
     with m.db.begin() as conn:
         trial = conn.execute(sa.select(t.trials)).mappings().one()
     assert trial["state"] == "ACTIVE" and not trial["error_message"]
+
+
+def test_a_custom_search_method_gets_a_stored_nan_as_a_float():
+    from stalwart.searcher import make_search_method
+    from stalwart.searcher.custom import UserSearchMethod, ValidateAfter
+    from stalwart.searcher.custom import Create as UserCreate
+
+    class Recorder(UserSearchMethod):
+        def __init__(self):
+            self.metrics = []
+
+        def initial_operations(self, state):
+            rid = uuid.UUID(int=1)
+            return [UserCreate(rid, {}, None), ValidateAfter(rid, 10)]
+
+        def on_trial_created(self, state, request_id):
+            return []
+
+        def on_validation_completed(self, state, request_id, metric, train_length):
+            self.metrics.append(metric)
+            return []
+
+        def on_trial_closed(self, state, request_id):
+            return []
+
+        def on_trial_exited_early(self, state, request_id, exited_reason):
+            return []
+
+        def progress(self, state):
+            return 0.0
+
+    user = Recorder()
+    config = load_experiment_config({"entrypoint": "python3 train.py", "checkpoint_storage": {
+        "type": "shared_fs", "host_path": "/tmp"}, "searcher": {"name": "custom", "metric": "loss", "unit": "batches"}})
+    s = make_search_method(config.config, custom_method=user)
+    s.initial_operations()
+    s.on_validation_completed(str(uuid.UUID(int=1)), {"loss": "NaN", "batches": 10}, 10)
+    assert len(user.metrics) == 1 and isinstance(user.metrics[0], float) and math.isnan(user.metrics[0])
