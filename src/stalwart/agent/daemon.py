@@ -83,7 +83,7 @@ class Agent:
         with self._lock:
             if allocation_id in self.procs:
                 return
-            proc = TrialProcess(order, self.work_root, self.agent_id, self.shipper.add, self._exited,
+            proc = TrialProcess(order, self.work_root, self.agent_id, self.shipper.add_lines, self._exited,
                                 threads=threads_per_slot(self.slots))
             self.procs[allocation_id] = proc
         try:
@@ -117,7 +117,7 @@ class Agent:
             if proc is None:
                 # never started here (or long gone): tell the master it is over
                 proc = TrialProcess({"allocation_id": allocation_id}, self.work_root, self.agent_id,
-                                    self.shipper.add, self._exited)
+                                    self.shipper.add_lines, self._exited)
                 self.procs[allocation_id] = proc
                 proc.exit_code = -9
                 self._exited(proc)

@@ -14,8 +14,22 @@ from stalwart.client import Client
 log = logging.getLogger(__name__)
 
 # One POST to /task/logs: at most this many lines and about this much line text.
-BATCH_LINES = 10_000
+BATCH_LINES = 20_000
 BATCH_BYTES = 4 * 1024 * 1024
+
+
+def runs_of(batch: list[tuple]) -> list[dict]:
+    """Buffered lines as the master takes them: runs of consecutive lines sharing their fields (a stream),
+    each {allocation_id, trial_id, ..., lines: [[timestamp, text], ...]}, in the order the lines came."""
+    runs: list[dict] = []
+    current = None
+    lines: list = []
+    for meta, ts, text, _size in batch:
+        if meta is not current:
+            current, lines = meta, []
+            runs.append({**meta, "lines": lines})
+        lines.append((ts, text))
+    return runs
 
 
 class LogShipper(threading.Thread):
@@ -35,8 +49,12 @@ class LogShipper(threading.Thread):
         self.buffer = LogBuffer(max_bytes, block_timeout, on_full=self._wake.set)
 
     def add(self, entry: dict) -> bool:
-        """Queue a line (blocks while its allocation's buffer is full); False if it was dropped."""
+        """Queue one line given as a dict (blocks while its allocation's buffer is full); False if dropped."""
         return self.buffer.add(entry)
+
+    def add_lines(self, meta: dict, lines: list[tuple[float, str]]) -> int:
+        """Queue (timestamp, text) lines of one stream (`meta`: see log_buffer.META_KEYS); how many were kept."""
+        return self.buffer.add_lines(meta, lines)
 
     def flush(self, timeout: float = 10.0) -> bool:
         self._wake.set()
@@ -51,7 +69,7 @@ class LogShipper(threading.Thread):
                 if not batch:
                     break
                 try:
-                    self.client.post("/task/logs", {"logs": batch})
+                    self.client.post("/task/logs", {"runs": runs_of(batch)})
                 except (MasterUnavailable, StalwartError) as err:
                     log.debug("log shipping failed, keeping %d lines: %s", len(batch), err)
                     time.sleep(1.0)

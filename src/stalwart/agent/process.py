@@ -16,6 +16,8 @@ from stalwart.agent.fencing import FENCE_FD_ENV, ProcessRecord
 from stalwart.context import safe_extract
 
 LAUNCHER = [sys.executable, "-m", "stalwart.harness.launch"]
+PUMP_READ = 64 * 1024  # bytes read from a trial's stdout/stderr at a time (whatever has arrived, up to this)
+MAX_LINE_BYTES = 1024 * 1024  # a longer line (no newline yet) is stored in pieces of this size
 
 
 class TrialProcess:
@@ -94,26 +96,51 @@ class TrialProcess:
         return self.proc.pid
 
     def _pump(self, stream, stdtype: str) -> None:
-        for raw in iter(stream.readline, b""):
-            line = raw.decode("utf-8", errors="replace").rstrip("\n")
-            rank = None
-            if line.startswith("[rank=") and "]" in line:
-                head, _, rest = line.partition("]")
-                try:
-                    rank = int(head[len("[rank="):])
-                    line = rest.lstrip(" ")
-                except ValueError:
-                    pass
-            self._on_line({
-                "allocation_id": self.allocation_id,
-                "trial_id": self.order.get("trial_id"),
-                "agent_id": self.agent_id,
-                "rank_id": rank,
-                "timestamp": time.time(),
-                "stdtype": stdtype,
-                "source": "task",
-                "log": line,
-            })
+        """Read the stream in blocks of whatever has arrived and hand its whole lines, in order, to
+        `on_line(meta, [(timestamp, text), ...])` (one call per run of lines of one rank). That call blocks
+        while the agent's log buffer for this allocation is full: the trial's writes then block too
+        (back-pressure), rather than lines being lost."""
+        metas: dict = {}
+
+        def meta(rank):
+            if rank not in metas:
+                metas[rank] = {"allocation_id": self.allocation_id, "trial_id": self.order.get("trial_id"),
+                               "agent_id": self.agent_id, "rank_id": rank, "stdtype": stdtype, "source": "task",
+                               "level": None}
+            return metas[rank]
+
+        def emit(text: str) -> None:
+            now = time.time()
+            current, run = None, []
+            for line in text.split("\n"):
+                rank = None
+                if line.startswith("[rank=") and "]" in line:
+                    head, _, rest = line.partition("]")
+                    try:
+                        rank = int(head[len("[rank="):])
+                        line = rest.lstrip(" ")
+                    except ValueError:
+                        pass
+                if rank != current and run:
+                    self._on_line(meta(current), run)
+                    run = []
+                current = rank
+                run.append((now, line))
+            if run:
+                self._on_line(meta(current), run)
+
+        pending = bytearray()
+        while chunk := stream.read1(PUMP_READ):
+            pending += chunk
+            end = pending.rfind(b"\n")
+            if end < 0 and len(pending) < MAX_LINE_BYTES:
+                continue
+            if end < 0:  # one very long line: store it in pieces rather than hold it all
+                end = len(pending)
+            emit(pending[:end].decode("utf-8", errors="replace"))
+            del pending[:end + 1]
+        if pending:
+            emit(pending.decode("utf-8", errors="replace"))
         stream.close()
 
     def _wait(self, readers) -> None:

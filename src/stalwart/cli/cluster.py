@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import pathlib
 import signal
@@ -113,7 +114,14 @@ def agent() -> None:
 @click.option("--slots", type=int, default=None, help="Number of CPU slots (default: GPUs seen, else 1).")
 @click.option("--resource-pool", default="default", show_default=True)
 @click.option("--work-dir", default=None, help="Where trial working directories go.")
-def agent_run(master_url, token, token_file, agent_id, slots, resource_pool, work_dir) -> None:
+@click.option("--log-buffer-mib", type=float, default=64.0, show_default=True, envvar="STALWART_AGENT_LOG_BUFFER_MIB",
+              help="Log text each trial may have waiting for the master before its output blocks.")
+@click.option("--log-block-timeout", type=float, default=30.0, show_default=True,
+              envvar="STALWART_AGENT_LOG_BLOCK_TIMEOUT",
+              help="Seconds a trial's output may stay blocked on a full log buffer before lines are dropped "
+                   "(and counted in an 'N lines dropped' line).")
+def agent_run(master_url, token, token_file, agent_id, slots, resource_pool, work_dir, log_buffer_mib,
+              log_block_timeout) -> None:
     """Run an agent in the foreground."""
     from stalwart.agent.daemon import Agent
     from stalwart.agent.slots import detect
@@ -126,10 +134,15 @@ def agent_run(master_url, token, token_file, agent_id, slots, resource_pool, wor
         token = path.read_text().strip()
     if slots is not None and slots < 0:
         raise InvalidRequest(f"--slots: expected an integer >= 0, got {slots}")
+    if not (math.isfinite(log_buffer_mib) and log_buffer_mib > 0):
+        raise InvalidRequest(f"--log-buffer-mib: expected a number of MiB > 0 (e.g. 64), got {log_buffer_mib}")
+    if not (math.isfinite(log_block_timeout) and log_block_timeout >= 0):
+        raise InvalidRequest(f"--log-block-timeout: expected seconds >= 0 (e.g. 30), got {log_block_timeout}")
     count, slot_type = detect(slots)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     a = Agent(master_url, token, pathlib.Path(work_dir or homes.home() / "agent"), agent_id=agent_id,
-              slots=count, slot_type=slot_type, resource_pool=resource_pool)
+              slots=count, slot_type=slot_type, resource_pool=resource_pool,
+              log_buffer_bytes=max(1, int(log_buffer_mib * 1024 * 1024)), log_block_timeout=log_block_timeout)
 
     def _term(_sig, _frame):
         a.stop(kill_running=True)

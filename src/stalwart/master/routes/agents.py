@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
 import sqlalchemy as sa
 from fastapi import APIRouter, Query, Request
+from starlette.concurrency import run_in_threadpool
 
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.states import AllocationState as A
 from stalwart.db import tables as t
 from stalwart.master import agents, auth, containers, views
-from stalwart.master.logs import insert_logs
+from stalwart.master.logs import store_batch
 from stalwart.master.routes.common import agent_only, body, master
 
 router = APIRouter(prefix="/api/v1", tags=["agents"])
@@ -86,20 +89,27 @@ async def list_slots(request: Request) -> dict:
 
 @router.post("/task/logs")
 async def task_logs(request: Request) -> dict:
+    """Body: {"logs": [{log, timestamp, stdtype, trial_id, allocation_id, ...}]} and/or (what agents send)
+    {"runs": [{allocation_id, trial_id, agent_id, rank_id, stdtype, source, level, lines: [[timestamp, text]]}]},
+    from an agent (cluster token) or a trial (allocation token: the lines are filed under its allocation).
+    Parsed and stored in a worker thread, one transaction per batch, so that a burst of lines does not hold up
+    the event loop."""
     m = master(request)
-    data = await body(request)
-    entries = data.get("logs")
-    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        raise InvalidRequest("logs: expected a list of log entries")
-    header = request.headers.get(auth.ALLOCATION_HEADER)
-    if header:
+    allocation_id = None
+    if request.headers.get(auth.ALLOCATION_HEADER):
         allocation_id = auth.require_allocation(request, m.secret)
-        with m.db.begin() as conn:
-            trial_id = conn.execute(
-                sa.select(t.allocations.c.trial_id).where(t.allocations.c.id == allocation_id)).scalar()
-        entries = [{**e, "allocation_id": allocation_id, "trial_id": trial_id} for e in entries]
     else:
         auth.require_cluster_token(request, m.cluster_token)
-    with m.db.begin() as conn:
-        n = insert_logs(conn, entries)
+    raw = await request.body()
+    n = await run_in_threadpool(_store, m, raw, allocation_id)
     return {"accepted": n}
+
+
+def _store(m, raw: bytes, allocation_id: str | None) -> int:
+    try:
+        data = json.loads(raw) if raw else {}
+    except ValueError as err:
+        raise InvalidRequest(f"request body is not valid JSON: {err}") from None
+    if not isinstance(data, dict):
+        raise InvalidRequest('request body must be a JSON object: {"logs": [...]}')
+    return store_batch(m.db, data, allocation_id)
