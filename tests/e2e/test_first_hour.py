@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pathlib
 
 import pytest
@@ -61,3 +62,30 @@ def test_a_trial_bigger_than_any_agent_is_accepted_with_a_warning(one_slot):
 
     fits = c.cli("e", "create", str(DIGITS / "const.yaml"), str(DIGITS), "--paused", check=True)
     assert "slots asked" not in fits.stdout + fits.stderr
+
+
+def test_the_search_example_runs_to_completed(one_slot):
+    """examples/digits/search.yaml, the README's next step after the first experiment: 8 trials, ASHA stops most."""
+    c = one_slot
+    preview = c.cli("preview-search", str(DIGITS / "search.yaml"), check=True).stdout
+    assert "create a total of 8 trial(s)" in preview, preview
+    res = c.cli("e", "create", str(DIGITS / "search.yaml"), str(DIGITS), "--json", check=True)
+    exp_id = json.loads(res.stdout)["experiment"]["id"]
+    res = c.cli("e", "wait", str(exp_id), "--polling-interval", "0.5", timeout=600)
+    assert res.returncode == 0 and "COMPLETED" in res.stdout, res.stdout + res.stderr
+    d = c.client().get(f"/experiments/{exp_id}")
+    assert len(d["trials"]) == 8 and {t["state"] for t in d["trials"]} == {"COMPLETED"}
+    lengths = sorted(t["steps_completed"] for t in d["trials"])
+    assert lengths[-1] == 200 and lengths[0] < 200  # ASHA stopped the weak ones early
+    assert d["experiment"]["best_validation"]["value"] > 0.8
+
+
+def test_readme_says_where_the_stalwart_command_is_and_its_examples_exist():
+    text = (REPO / "README.md").read_text()
+    using = text.split("## Using it", 1)[1].split("\n## ", 1)[0]
+    assert "source .venv/bin/activate" in using and ".venv/bin/stalwart" in using
+    assert "examples/digits/search.yaml" in using
+    for word in using.split():
+        path = word.strip("`.,:;()")
+        if path.startswith("examples/"):
+            assert (REPO / path).exists(), path
