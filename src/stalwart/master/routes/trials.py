@@ -8,6 +8,7 @@ import json
 import sqlalchemy as sa
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
 from stalwart.api.states import AllocationState as A
 from stalwart.config import views as cviews
@@ -80,6 +81,13 @@ def _trial_open(m: Master, trial_id: int) -> bool:
     return row["state"] in ("ACTIVE", "PAUSED") or row["state"].startswith("STOPPING") or live > 0
 
 
+def _log_block(m: Master, trial_id: int, after_id: int) -> tuple[int, str]:
+    """The next stored lines after `after_id` as NDJSON text, and the id of the last of them."""
+    with m.db.begin() as conn:
+        rows = read_logs(conn, trial_id, after_id)
+    return (rows[-1]["id"] if rows else after_id), "".join(json.dumps(r) + "\n" for r in rows)
+
+
 @router.get("/{trial_id}/logs")
 async def logs(request: Request, trial_id: int, follow: bool = False, after_id: int = 0) -> StreamingResponse:
     """Newline-delimited JSON log entries; with follow=true, stays open until the trial ends."""
@@ -91,12 +99,10 @@ async def logs(request: Request, trial_id: int, follow: bool = False, after_id: 
         last = after_id
         while True:
             still_open = follow and _trial_open(m, trial_id)
-            with m.db.begin() as conn:
-                rows = read_logs(conn, trial_id, last)
-            for r in rows:
-                last = r["id"]
-                yield json.dumps(r) + "\n"
-            if rows:
+            # read and encode in a worker thread, a block at a time: a long log does not hold up the event loop
+            last, text = await run_in_threadpool(_log_block, m, trial_id, last)
+            if text:
+                yield text
                 continue
             if not still_open:
                 return
