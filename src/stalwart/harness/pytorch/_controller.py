@@ -7,13 +7,14 @@ import dataclasses
 import inspect
 import logging
 import sys
+import time
 from typing import Any, Iterator
 
 import torch
 
 from stalwart.harness.core import EarlyExitReason
 from stalwart.harness.errors import InvalidHP
-from stalwart.harness.pytorch import _checkpoint as ckpt
+from stalwart.harness.pytorch import _checkpoint as ckpt, _log
 from stalwart.harness.pytorch._callback import PyTorchCallback
 from stalwart.harness.pytorch._context import PyTorchTrialContext
 from stalwart.harness.pytorch._data import DataLoader
@@ -103,6 +104,7 @@ class TrialController:
 
     # -- set-up ---------------------------------------------------------------------------------
     def run(self) -> None:
+        _log.make_visible()
         with contextlib.ExitStack() as stack:
             loaded = self._read_checkpoint()
             for cb in self.callbacks.values():
@@ -118,6 +120,9 @@ class TrialController:
             self.context._steps_completed = self.state.batches_trained
             for cb in self.callbacks.values():
                 cb.on_training_start()
+            if self.is_chief:
+                _log.starting(self._boundaries[0][1], self.s.validation_period, self.s.checkpoint_period,
+                              self._policy, self.state.batches_trained, self.dist.size)
             self._run()
 
     def _close_iterator(self) -> None:
@@ -191,11 +196,16 @@ class TrialController:
             if not self._checkpoint_is_current():
                 self._checkpoint()
             self._report_progress(final=True)
+            if self.is_chief:
+                _log.finished(self.state.batches_trained, "complete")
         except ShouldExit as e:
             if not e.skip_exit_checkpoint and not self._checkpoint_is_current():
                 self._checkpoint()
             if e.user_stop and self.s.on_cluster and self.is_chief:
                 self.core.train.report_early_exit(EarlyExitReason.USER_REQUESTED_STOP)
+            if self.is_chief:
+                _log.finished(self.state.batches_trained, "stopped as the trial asked" if e.user_stop
+                              else "stopped at the master's request (pause, preemption or the searcher)")
         except InvalidHP:
             if not self._checkpoint_is_current():
                 self._checkpoint()
@@ -234,6 +244,7 @@ class TrialController:
     def _train_period(self) -> tuple[set, list]:
         """Train until a boundary (validation, checkpoint, report, the end...) is reached."""
         ctx, state, callbacks = self.context, self.state, list(self.callbacks.values())
+        self._period = (time.monotonic(), state.batches_trained)
         for model in ctx.models:
             model.train()
         ctx.reset_reducers()
@@ -297,6 +308,11 @@ class TrialController:
             avg.update({k: plain(v) for k, v in self.context.reduce_metrics(for_training=True).items()})
         if self.is_chief:
             self.core.train.report_training_metrics(self.state.batches_trained, self._with_progress(avg))
+            started, first = self._period
+            batches = self.state.batches_trained - first
+            gbs = self.context._global_batch_size
+            _log.trained(batches, gbs * batches if gbs else None, time.monotonic() - started,
+                         self.state.batches_trained, self._boundaries[0][1], avg)
         if self.callbacks:
             rows = batch_rows(columns(batch_metrics))
             for cb in self.callbacks.values():
@@ -313,6 +329,7 @@ class TrialController:
     # -- validation -----------------------------------------------------------------------------
     def _validate(self) -> dict:
         ctx = self.context
+        started = time.monotonic()
         ctx.reset_reducers()
         for model in ctx.models:
             model.eval()
@@ -331,6 +348,7 @@ class TrialController:
             searcher_value = self._searcher_value(metrics)
             before = self._best_before()
             self.core.train.report_validation_metrics(self.state.batches_trained, self._with_progress(metrics))
+            _log.validated(self.state.batches_trained, time.monotonic() - started, metrics)
             should_checkpoint = self._policy_says_checkpoint(searcher_value, before)
         if self.dist.broadcast(should_checkpoint) and not self._checkpoint_is_current():
             self._checkpoint()
@@ -400,11 +418,13 @@ class TrialController:
         self.state.last_ckpt = self.state.batches_trained
         uuid = ""
         if self.is_chief:
+            started = time.monotonic()
             metadata = {"steps_completed": self.state.batches_trained, "framework": f"torch-{torch.__version__}",
                         "format": "pickle", "trainer": "stalwart.pytorch"}
             with self.core.checkpoint.store_path(metadata) as (path, storage_id):
                 self._save(path)
                 uuid = storage_id
+            _log.checkpointed(uuid, self.state.batches_trained, time.monotonic() - started)
         uuid = self.dist.broadcast(uuid)
         self.checkpoints.append(uuid)
         for cb in self.callbacks.values():

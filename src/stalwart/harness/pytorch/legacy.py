@@ -22,6 +22,7 @@ from typing import Any
 
 from stalwart.config import load_experiment_config, resolve_const_hparams, views
 from stalwart.harness.info import get_cluster_info
+from stalwart.harness.pytorch._log import LOG_FORMAT
 from stalwart.harness.pytorch._trainer import Trainer, init, legacy_max_length
 from stalwart.harness.pytorch._trial import PyTorchTrial
 from stalwart.harness.pytorch._units import Batch, from_length
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = args.trial or args.entrypoint
     if not spec:
         parser.error("name the Trial class: module:TrialClass")
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     run(spec, args.config)
     clean_distributed_exit()
     return 0
