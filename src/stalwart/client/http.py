@@ -17,6 +17,18 @@ ALLOCATION_HEADER = "x-allocation-token"
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
+MIB = 1024 * 1024
+_BIG_BODY = 16 * MIB  # a closed connection while sending this much is more likely a refusal than a dead master
+
+
+def _body_size(err: httpx.TransportError) -> int:
+    try:
+        content = err.request.content
+    except (RuntimeError, httpx.RequestNotRead):  # no request attached, or a streamed body
+        return 0
+    return len(content)
+
+
 def normalize_master_url(url: str) -> str:
     url = url.strip().rstrip("/")
     if "://" not in url:
@@ -58,12 +70,22 @@ class Client:
                                           timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT)
             except httpx.TransportError as err:
                 if time.monotonic() >= deadline:
-                    raise MasterUnavailable(f"cannot reach the master at {self.url}: {err or type(err).__name__}") from None
+                    raise MasterUnavailable(self._unreachable(err)) from None
             else:
                 if resp.status_code < 500 or time.monotonic() >= deadline:
                     return self._decode(resp)
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
+
+    def _unreachable(self, err: httpx.TransportError) -> str:
+        """What to say when a call failed below HTTP. A master refusing a big body answers 413 (read as such);
+        one behind a proxy may close the connection instead, which must not read as a master that is down."""
+        sent = _body_size(err)
+        if sent >= _BIG_BODY and isinstance(err, (httpx.WriteError, httpx.ReadError, httpx.RemoteProtocolError)):
+            return (f"the master at {self.url} closed the connection while receiving a {sent / MIB:.0f} MiB request; "
+                    f"it is likely over the master's request size limit (limits.max_request_body in the master "
+                    f"config, 130 MiB by default): {err or type(err).__name__}")
+        return f"cannot reach the master at {self.url}: {err or type(err).__name__}"
 
     @staticmethod
     def _decode(resp: httpx.Response) -> Any:

@@ -1,4 +1,4 @@
-"""The master config file (Determined's `master.yaml`): port, db, checkpoint storage, resource manager, pools.
+"""The master config file (Determined's `master.yaml`): port, db, checkpoint storage, resource manager, pools, limits.
 
 `load_master_config` validates every key and raises ConfigError naming the first bad field in its
 message (all of them in `details`). A pool's `scheduler` section replaces the cluster one as a whole:
@@ -9,6 +9,7 @@ top-level `scheduler`/`provisioner` format is read as the cluster scheduler of o
 from __future__ import annotations
 
 import pathlib
+import re
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +18,8 @@ import yaml
 
 from stalwart.api.errors import ConfigError
 from stalwart.config._schema import (
-    Field, Problems, any_map, boolean, check_section, choice, integer, list_of, number, section, string, type_name,
+    Checker, Field, Problems, any_map, boolean, check_section, choice, integer, list_of, number, section, string,
+    type_name,
 )
 
 # Keys Determined accepts that Stalwart reads but does not act on (no TLS, auth, telemetry, ... here).
@@ -75,6 +77,44 @@ DB_SPEC = {
     "ssl_mode": Field(string()), "ssl_root_cert": Field(string()),
 }
 
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
+          "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$")
+
+
+def size(minimum: int = 1) -> Checker:
+    """A byte count: an integer, or a string with a unit (`130MiB`, `1.5 GiB`, `500MB`)."""
+
+    def check(value: Any, path: str, problems: Problems) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            count = value
+        else:
+            match = _SIZE.match(value.lower()) if isinstance(value, str) else None
+            if match is None or match.group(2) not in _UNITS:
+                problems.add(path, f"expected a size in bytes (an integer, or a number with a unit such as 130MiB, "
+                                   f"2GiB, 500MB), got {type_name(value)}")
+                return value
+            count = int(float(match.group(1)) * _UNITS[match.group(2)])
+        if count < minimum:
+            problems.add(path, f"expected a size of at least {minimum} bytes, got {type_name(value)}")
+        return count
+
+    return check
+
+
+MIB = 1024 * 1024
+# A 95 MiB context travels base64-encoded (x4/3) inside the JSON of experiment create: 127 MiB, plus the config.
+DEFAULT_MAX_REQUEST_BODY = 130 * MIB
+DEFAULT_MAX_CONTEXT_MEMBERS = 100_000
+# The files of a context, as the CLI measures it before packing (context.MAX_CONTEXT_BYTES).
+DEFAULT_MAX_CONTEXT_SIZE = 95 * MIB
+
+LIMITS_SPEC = {
+    "max_request_body": Field(size(), default=DEFAULT_MAX_REQUEST_BODY),
+    "max_context_members": Field(integer(1), default=DEFAULT_MAX_CONTEXT_MEMBERS),
+    "max_context_size": Field(size(), default=DEFAULT_MAX_CONTEXT_SIZE),
+}
+
 MASTER_SPEC = {
     "port": Field(integer(1, 65535)),
     "host": Field(string(nonempty=True)),
@@ -86,6 +126,7 @@ MASTER_SPEC = {
     "scheduler": Field(section(SCHEDULER_SPEC)),
     "provisioner": Field(any_map()),
     "agent_timeout": Field(number(minimum=1)),
+    "limits": Field(section(LIMITS_SPEC)),
     **{key: Field(lambda v, p, pr: v) for key in _IGNORED},
 }
 
@@ -115,6 +156,19 @@ class PoolConfig:
 
 
 @dataclass(frozen=True)
+class LimitsConfig:
+    """What the master takes in: request body bytes, and the members and file bytes of a context archive."""
+
+    max_request_body: int = DEFAULT_MAX_REQUEST_BODY
+    max_context_members: int = DEFAULT_MAX_CONTEXT_MEMBERS
+    max_context_size: int = DEFAULT_MAX_CONTEXT_SIZE
+
+    @staticmethod
+    def of(section_: dict | None) -> LimitsConfig:
+        return LimitsConfig(**section_) if section_ else LimitsConfig()
+
+
+@dataclass(frozen=True)
 class MasterConfig:
     pools: tuple[PoolConfig, ...] = (PoolConfig("default"),)
     default_compute_pool: str = "default"
@@ -125,6 +179,7 @@ class MasterConfig:
     checkpoint_storage: dict | None = None
     task_container_defaults: dict = field(default_factory=dict)
     agent_timeout: float | None = None
+    limits: LimitsConfig = LimitsConfig()
     ignored_keys: tuple[str, ...] = ()
 
     def pool(self, name: str) -> PoolConfig | None:
@@ -193,6 +248,7 @@ def parse_master_config(data: Any, source: str = "master config") -> MasterConfi
         checkpoint_storage=cfg.get("checkpoint_storage"),
         task_container_defaults=dict(cfg.get("task_container_defaults") or {}),
         agent_timeout=cfg.get("agent_timeout"),
+        limits=LimitsConfig.of(cfg.get("limits")),
         ignored_keys=tuple(k for k in _IGNORED if cfg.get(k) is not None),
     )
 

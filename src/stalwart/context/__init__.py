@@ -10,9 +10,10 @@ from stalwart.context.pack import (
     collect_files,
     pack_context,
 )
-from stalwart.context.unpack import safe_extract, validate_archive
+from stalwart.context.unpack import ArchiveLimits, safe_extract, validate_archive
 
 __all__ = [
+    "ArchiveLimits",
     "BUILTIN_IGNORES",
     "IGNORE_FILE",
     "MAX_CONTEXT_BYTES",

@@ -24,6 +24,17 @@ _UNREADABLE = (tarfile.TarError, EOFError, gzip.BadGzipFile, zlib.error)
 
 
 @dataclass(frozen=True)
+class ArchiveLimits:
+    """How much an archive may hold. None: no limit. A `*_setting` names where that limit is configured, so
+    that the error tells how to raise it (e.g. "limits.max_context_members in the master config")."""
+
+    max_size: int | None = MAX_CONTEXT_BYTES  # total bytes of its regular files, uncompressed
+    max_members: int | None = None  # entries (files and directories); counted as each header is read
+    size_setting: str = ""
+    members_setting: str = ""
+
+
+@dataclass(frozen=True)
 class _Member:
     info: tarfile.TarInfo
     rel: str  # normalized relative posix path
@@ -34,45 +45,52 @@ class _Member:
         return self.rel + "/" if self.is_dir else self.rel
 
 
-def validate_archive(archive: bytes, *, max_size: int = MAX_CONTEXT_BYTES) -> list[str]:
+def validate_archive(archive: bytes, *, max_size: int | None = MAX_CONTEXT_BYTES,
+                     limits: ArchiveLimits | None = None) -> list[str]:
     """Run every check `safe_extract` makes, writing nothing; returns the member paths.
 
-    Paths are relative and normalized; directories end in '/'.
+    Paths are relative and normalized; directories end in '/'. `limits`, when given, replaces `max_size`.
     """
-    return [m.listed for m in _scan(archive, max_size)]
+    return [m.listed for m in _scan(archive, limits or ArchiveLimits(max_size))]
 
 
 def safe_extract(
-    archive: bytes, dest_dir: str | os.PathLike, *, max_size: int = MAX_CONTEXT_BYTES
+    archive: bytes, dest_dir: str | os.PathLike, *, max_size: int | None = MAX_CONTEXT_BYTES,
+    limits: ArchiveLimits | None = None,
 ) -> list[str]:
     """Extract into `dest_dir` (created if missing) after validating the whole archive first."""
+    limits = limits or ArchiveLimits(max_size)
     dest = Path(os.path.abspath(dest_dir))
     if dest.exists() and not dest.is_dir():
         raise ContextError(f"cannot extract the context into {dest}: it is not a directory")
-    plan = _scan(archive, max_size)
+    plan = _scan(archive, limits)
     if dest.exists():
         dest_real = os.path.realpath(dest)
         for member in plan:
             _check_destination(dest_real, member)
     dest.mkdir(parents=True, exist_ok=True)
-    _extract(archive, plan, dest, max_size)
+    _extract(archive, plan, dest, limits.max_size)
     return [m.listed for m in plan]
+
+
+def _raise_hint(setting: str) -> str:
+    return f"; the limit is {setting}: raise it there if this context needs more" if setting else ""
 
 
 # ---- reading -------------------------------------------------------------------------------
 
 
 class _CappedStream:
-    """A seekable view of the decompressed tar that refuses to go past `cap` bytes."""
+    """A seekable view of the decompressed tar that refuses to go past `cap` bytes (None: no cap)."""
 
-    def __init__(self, raw: gzip.GzipFile, cap: int) -> None:
+    def __init__(self, raw: gzip.GzipFile, cap: int | None) -> None:
         self.raw = raw
         self.cap = cap
 
     def read(self, n: int | None = -1) -> bytes:
         pos = self.raw.tell()
         if n is None or n < 0:
-            data = self.raw.read(self.cap - pos + 1)
+            data = self.raw.read(-1 if self.cap is None else self.cap - pos + 1)
             self._check(pos + len(data))
             return data
         self._check(pos + n)  # refuse before buffering: a header may claim any size
@@ -90,34 +108,38 @@ class _CappedStream:
         return self.raw.tell()
 
     def _check(self, pos: int) -> None:
-        if pos > self.cap:
+        if self.cap is not None and pos > self.cap:
             raise ContextError(
                 "context archive is too large uncompressed "
                 f"(over {format_size(self.cap)} of tar data)"
             )
 
 
-def _stream_cap(max_size: int) -> int:
-    # Content is limited to max_size; headers get the same again plus a fixed allowance.
-    return 2 * max_size + 64 * MIB
+def _stream_cap(max_size: int | None) -> int | None:
+    # Content is limited to max_size; headers get the same again plus a fixed allowance (100,000 members of
+    # a legitimate context take about 50-80 MiB of headers and padding).
+    return None if max_size is None else 2 * max_size + 64 * MIB
 
 
 @contextmanager
-def _open(archive: bytes, max_size: int) -> Iterator[tuple[_CappedStream, tarfile.TarFile]]:
+def _open(archive: bytes, max_size: int | None) -> Iterator[tuple[_CappedStream, tarfile.TarFile]]:
     with gzip.GzipFile(fileobj=io.BytesIO(archive), mode="rb") as raw:
         stream = _CappedStream(raw, _stream_cap(max_size))
         with tarfile.open(fileobj=stream, mode="r:") as tar:
             yield stream, tar
 
 
-def _scan(archive: bytes, max_size: int) -> list[_Member]:
-    """Read the archive once: each header is checked before its data; all data is read."""
+def _scan(archive: bytes, limits: ArchiveLimits) -> list[_Member]:
+    """Read the archive once: each header is checked before its data; all data is read.
+
+    Stops at the first header past `limits.max_members`, without reading further.
+    """
     try:
-        with _open(archive, max_size) as (stream, tar):
-            planner = _Planner(max_size)
+        with _open(archive, limits.max_size) as (stream, tar):
+            planner = _Planner(limits)
             while (info := tar.next()) is not None:
                 member = planner.add(info)
-                if member is not None and not member.is_dir:
+                if member is not None and not member.is_dir and info.size:
                     _drain(tar.extractfile(info))
             _check_tail(stream, tar.offset)
             return planner.members
@@ -150,13 +172,19 @@ def _check_tail(stream: _CappedStream, end: int) -> None:
 class _Planner:
     """Checks each member header in turn and keeps the ones to extract."""
 
-    def __init__(self, max_size: int) -> None:
-        self.max_size = max_size
+    def __init__(self, limits: ArchiveLimits) -> None:
+        self.limits = limits
         self.total = 0
+        self.count = 0
         self.members: list[_Member] = []
         self.kinds: dict[str, bool] = {}  # path -> is_dir, for members and their implied parents
 
     def add(self, info: tarfile.TarInfo) -> _Member | None:
+        self.count += 1
+        most = self.limits.max_members
+        if most is not None and self.count > most:
+            raise ContextError(f"context archive has more than {most:,} members (files and directories)"
+                               f"{_raise_hint(self.limits.members_setting)}")
         rel = _normalize(info.name)
         _check_type(info)
         if not rel:
@@ -172,10 +200,11 @@ class _Planner:
 
     def _count(self, info: tarfile.TarInfo) -> None:
         self.total += info.size
-        if self.total > self.max_size:
+        most = self.limits.max_size
+        if most is not None and self.total > most:
             raise ContextError(
-                f"context archive is over the {format_size(self.max_size)} limit uncompressed "
-                f"(reached at member {info.name!r})"
+                f"context archive is over the {format_size(most)} limit uncompressed "
+                f"(reached at member {info.name!r}){_raise_hint(self.limits.size_setting)}"
             )
 
     def _record(self, info: tarfile.TarInfo, rel: str) -> None:
@@ -243,7 +272,7 @@ def _check_destination(dest_real: str, member: _Member) -> None:
         raise ContextError(f"cannot extract {member.rel!r}: {parent} is not a directory")
 
 
-def _extract(archive: bytes, plan: list[_Member], dest: Path, max_size: int) -> None:
+def _extract(archive: bytes, plan: list[_Member], dest: Path, max_size: int | None) -> None:
     dest_real = os.path.realpath(dest)
     try:
         with _open(archive, max_size) as (_stream, tar):

@@ -12,7 +12,8 @@ from fastapi.responses import JSONResponse
 
 import stalwart
 from stalwart.api.errors import InvalidRequest, StalwartError
-from stalwart.master import scheduling, ui
+from stalwart.master import offload, scheduling, ui
+from stalwart.master.body_limit import BodyLimit
 from stalwart.master.intake import MetricsWriter
 from stalwart.master.routes import agents, allocations, checkpoints, experiments, jobs, searcher, tasks, trials
 from stalwart.master.service import Master
@@ -37,12 +38,14 @@ def create_app(settings: MasterSettings) -> FastAPI:
                 task.cancel()
             for search in list(m.custom_searchers.values()):
                 search.close()
+            offload.shutdown()
             m.db.dispose()
 
     # /docs/rest-api/ is served by the UI (routes/ui.py) with a vendored Swagger UI, not FastAPI's CDN copy
     app = FastAPI(title="Stalwart master", version=stalwart.__version__, lifespan=lifespan,
                   docs_url=None, openapi_url="/api/v1/openapi.json")
     app.state.master = m
+    app.add_middleware(BodyLimit, max_bytes=settings.cluster.limits.max_request_body)
 
     @app.exception_handler(StalwartError)
     async def stalwart_error(_req: Request, err: StalwartError) -> JSONResponse:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import tarfile
+from collections.abc import Callable
 
 import sqlalchemy as sa
 
@@ -12,7 +13,7 @@ from stalwart.api.errors import ConfigError, InvalidStateError
 from stalwart.api.states import AllocationState as A, ExitReason
 from stalwart.config._schema import Field, Problems, any_map, check_section, integer, list_of, number, string
 from stalwart.config import views
-from stalwart.context import validate_archive
+from stalwart.context import ArchiveLimits, validate_archive
 from stalwart.db import tables as t
 from stalwart.master import jobs
 from stalwart.master.service import Master, new_id, now
@@ -45,18 +46,37 @@ def _empty_archive() -> bytes:
     return buf.getvalue()
 
 
-def create_command(m: Master, config: dict, archive: bytes | None, owner: str) -> int:
+def check_command(m: Master, config: dict, archive: bytes | None, *,
+                  read_archive: Callable[[bytes, ArchiveLimits], list[str]] | None = None) -> dict:
+    """The command config checked (defaults filled) and its archive validated. No database work: the create
+    route runs it in a worker thread, off the event loop, with `read_archive` reading the archive in a worker
+    process."""
     problems = Problems()
     cfg = check_section(config, "", COMMAND_SPEC, problems)
     if problems:
         first, *rest = problems.details
         raise ConfigError(f"invalid command config: {first}", details=rest)
     res = cfg["resources"] or {}
-    slots = int(res.get("slots") if res.get("slots") is not None else 1)
-    pool = jobs.resolve_pool(m, res.get("resource_pool") or None, slots)
+    jobs.resolve_pool(m, res.get("resource_pool") or None, _slots(res))
     if archive is not None:
-        validate_archive(archive)
+        if read_archive is None:
+            validate_archive(archive, limits=m.settings.context_limits)
+        else:
+            read_archive(archive, m.settings.context_limits)
     cfg["description"] = cfg["description"] or f"Command ({' '.join(cfg['entrypoint'])[:80]})"
+    return cfg
+
+
+def _slots(res: dict) -> int:
+    return int(res.get("slots") if res.get("slots") is not None else 1)
+
+
+def create_command(m: Master, config: dict, archive: bytes | None, owner: str, *, checked: dict | None = None) -> int:
+    """Store a new command and its allocation; `checked` is what `check_command` returned, if it ran already."""
+    cfg = checked if checked is not None else check_command(m, config, archive)
+    res = cfg["resources"] or {}
+    slots = _slots(res)
+    pool = jobs.resolve_pool(m, res.get("resource_pool") or None, slots)
     with m.db.begin() as conn:
         cmd_id = conn.execute(t.commands.insert().values(
             description=cfg["description"][:512], owner=owner, config=cfg, archive=archive or _empty_archive(),

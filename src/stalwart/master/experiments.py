@@ -2,43 +2,70 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import sqlalchemy as sa
 
 from stalwart.api.errors import ConfigError, InvalidStateError
 from stalwart.api.states import AllocationState, ExperimentState as S
 from stalwart.config.experiment import load_experiment_config
-from stalwart.context import check_entrypoint, validate_archive
+from stalwart.context import ArchiveLimits, check_entrypoint, validate_archive
 from stalwart.db import tables as t
 from stalwart.config import views
 from stalwart.master import jobs, searching
 from stalwart.master.service import Master, now
 
 
-def create_experiment(m: Master, config_text: str, archive: bytes, *, activate: bool, owner: str,
-                      validate_only: bool = False) -> tuple[int | None, list[str]]:
-    """Validate everything first; store nothing unless all of it is fine."""
+@dataclass
+class NewExperiment:
+    """An experiment that passed every check and is ready to store (with its searcher, built)."""
+
+    config: dict
+    warnings: list[str]
+    resources: dict
+    pool: str
+    search: object
+
+
+def read_archive_here(archive: bytes, limits: ArchiveLimits) -> list[str]:
+    return validate_archive(archive, limits=limits)
+
+
+def check_experiment(m: Master, config_text: str, archive: bytes, *,
+                     read_archive: Callable[[bytes, ArchiveLimits], list[str]] = read_archive_here) -> NewExperiment:
+    """Every check of a new experiment, and its searcher built. No database work: the create route runs it in a
+    worker thread, off the event loop, with `read_archive` reading the archive in a worker process."""
     expanded = load_experiment_config(
         config_text, master_defaults={"checkpoint_storage": m.settings.default_checkpoint_storage()}
     )
     config = expanded.config
-    names = set(validate_archive(archive))
+    names = set(read_archive(archive, m.settings.context_limits))
     problems = check_entrypoint(config["entrypoint"], names)
     if problems:
         raise ConfigError("the entrypoint cannot run from this context directory", details=problems)
     resources = config.get("resources") or {}
     pool = jobs.resolve_pool(m, resources.get("resource_pool") or None, views.slots_per_trial(config))
-    search = searching.build(config, archive)
+    return NewExperiment(config, expanded.warnings, resources, pool, searching.build(config, archive))
+
+
+def create_experiment(m: Master, config_text: str, archive: bytes, *, activate: bool, owner: str,
+                      validate_only: bool = False,
+                      checked: NewExperiment | None = None) -> tuple[int | None, list[str]]:
+    """Validate everything first (unless `checked` is given: what `check_experiment` returned); store nothing
+    unless all of it is fine."""
+    new = checked or check_experiment(m, config_text, archive)
     if validate_only:
-        searching.discard(search)
-        return None, expanded.warnings
+        searching.discard(new.search)
+        return None, new.warnings
     try:
-        exp_id = _store_experiment(m, config, config_text, archive, search, activate=activate, owner=owner,
-                                   resources=resources, pool=pool)
+        exp_id = _store_experiment(m, new.config, config_text, archive, new.search, activate=activate, owner=owner,
+                                   resources=new.resources, pool=new.pool)
     except BaseException:
-        searching.discard(search, m)
+        searching.discard(new.search, m)
         raise
     m.wake_scheduler()
-    return exp_id, expanded.warnings
+    return exp_id, new.warnings
 
 
 def _store_experiment(m: Master, config: dict, config_text: str, archive: bytes, search, *, activate: bool,

@@ -6,6 +6,7 @@ import pathlib
 from dataclasses import dataclass, field
 
 from stalwart.config.master import MasterConfig, SchedulerConfig
+from stalwart.context import ArchiveLimits
 
 
 @dataclass
@@ -28,6 +29,14 @@ class MasterSettings:
     def pool_scheduler(self, pool: str) -> SchedulerConfig:
         found = self.cluster.pool(pool)
         return found.scheduler if found else SchedulerConfig()
+
+    @property
+    def context_limits(self) -> ArchiveLimits:
+        """What a context archive may hold (master config `limits`); the errors name the keys to raise."""
+        limits = self.cluster.limits
+        return ArchiveLimits(max_size=limits.max_context_size, max_members=limits.max_context_members,
+                             size_setting="limits.max_context_size in the master config",
+                             members_setting="limits.max_context_members in the master config")
 
     @property
     def url(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 
@@ -10,7 +11,7 @@ from fastapi import APIRouter, Request
 
 from stalwart.api.errors import InvalidRequest, NotFoundError
 from stalwart.db import tables as t
-from stalwart.master import experiments, fit, views
+from stalwart.master import experiments, fit, offload, views
 from stalwart.master.routes.common import body, master
 from stalwart.master.service import Master
 
@@ -27,6 +28,18 @@ ACTIONS = {
 }
 
 
+def _decode_context(text: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidRequest("context: expected a base64-encoded .tgz of the context directory") from None
+
+
+def _check(m: Master, config: str, context: str) -> tuple[bytes, experiments.NewExperiment]:
+    archive = _decode_context(context)
+    return archive, experiments.check_experiment(m, config, archive, read_archive=offload.archive_names)
+
+
 @router.post("")
 async def create(request: Request) -> dict:
     """Body: {config: YAML text, context: base64 .tgz, activate: bool, validate_only: bool}."""
@@ -35,15 +48,17 @@ async def create(request: Request) -> dict:
     config = data.get("config")
     if not isinstance(config, str) or not config.strip():
         raise InvalidRequest("config: required, the experiment config as YAML text")
-    try:
-        archive = base64.b64decode(data.get("context") or "", validate=True)
-    except (binascii.Error, ValueError):
-        raise InvalidRequest("context: expected a base64-encoded .tgz of the context directory") from None
+    context = data.get("context") or ""
+    if not isinstance(context, str):
+        raise InvalidRequest("context: expected a base64-encoded .tgz of the context directory")
+    # Off the event loop: decoding a big context, and reading the archive (in a worker process, see offload).
+    archive, checked = await asyncio.to_thread(_check, m, config, context)
     exp_id, warnings = experiments.create_experiment(
         m, config, archive,
         activate=bool(data.get("activate", True)),
         owner=str(data.get("owner") or "determined"),
         validate_only=bool(data.get("validate_only", False)),
+        checked=checked,
     )
     if exp_id is None:
         return {"experiment": None, "warnings": warnings}

@@ -15,7 +15,7 @@ from fastapi.responses import StreamingResponse
 from stalwart.api.errors import InvalidRequest, NotFoundError
 from stalwart.api.states import AllocationState as A
 from stalwart.db import tables as t
-from stalwart.master import commands, jobs
+from stalwart.master import commands, jobs, offload
 from stalwart.master.routes.common import body, master
 from stalwart.master.service import Master
 
@@ -38,6 +38,16 @@ def _describe(m, cmd_id: int) -> dict:
     return commands.view(cmd, alloc, job["resource_pool"] if job else None)
 
 
+def _check(m, config: dict, context: str | None) -> tuple[bytes | None, dict]:
+    archive = None
+    if context:
+        try:
+            archive = base64.b64decode(context, validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidRequest("context: expected a base64-encoded .tgz of the context directory") from None
+    return archive, commands.check_command(m, config, archive, read_archive=offload.archive_names)
+
+
 @router.post("/commands")
 async def create(request: Request) -> dict:
     """Body: {config: YAML text or object (with `entrypoint`), context: base64 .tgz (optional), owner}."""
@@ -51,13 +61,12 @@ async def create(request: Request) -> dict:
             raise InvalidRequest(f"config: not valid YAML: {err}") from None
     if not isinstance(config, dict):
         raise InvalidRequest("config: expected a mapping (the command config)")
-    archive = None
-    if data.get("context"):
-        try:
-            archive = base64.b64decode(data["context"], validate=True)
-        except (binascii.Error, ValueError):
-            raise InvalidRequest("context: expected a base64-encoded .tgz of the context directory") from None
-    cmd_id = commands.create_command(m, config, archive, str(data.get("owner") or "determined"))
+    context = data.get("context")
+    if context and not isinstance(context, str):
+        raise InvalidRequest("context: expected a base64-encoded .tgz of the context directory")
+    # Off the event loop: decoding a big context, and reading the archive (in a worker process, see offload).
+    archive, checked = await asyncio.to_thread(_check, m, config, context or None)
+    cmd_id = commands.create_command(m, config, archive, str(data.get("owner") or "determined"), checked=checked)
     return {"command": _describe(m, cmd_id)}
 
 
