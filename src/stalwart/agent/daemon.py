@@ -14,6 +14,7 @@ from stalwart.agent.log_buffer import DEFAULT_BLOCK_TIMEOUT, DEFAULT_MAX_BYTES
 from stalwart.agent.outbox import LogShipper, Outbox
 from stalwart.agent.process import TrialProcess
 from stalwart.agent.slots import threads_per_slot
+from stalwart.agent.workdirs import WorkDirSweeper
 from stalwart.client import Client
 
 log = logging.getLogger("stalwart.agent")
@@ -23,7 +24,7 @@ class Agent:
     def __init__(self, master_url: str, cluster_token: str, work_root: pathlib.Path, *, agent_id: str | None = None,
                  slots: int = 1, slot_type: str = "cpu", resource_pool: str = "default",
                  poll_timeout: float = 20.0, log_buffer_bytes: int = DEFAULT_MAX_BYTES,
-                 log_block_timeout: float = DEFAULT_BLOCK_TIMEOUT) -> None:
+                 log_block_timeout: float = DEFAULT_BLOCK_TIMEOUT, keep_work_dirs: int = 0) -> None:
         self.agent_id = agent_id or socket.gethostname()
         self.client = Client(master_url, cluster_token=cluster_token, timeout=poll_timeout + 15)
         self.work_root = pathlib.Path(work_root)
@@ -37,6 +38,8 @@ class Agent:
         self.lock = AgentLock(self.work_root, self.agent_id)
         self.lease = Lease()
         self._stop = threading.Event()
+        self.workdirs = WorkDirSweeper(self.work_root, keep_work_dirs, live=self._running,
+                                       unreported=self._undelivered_exits)
 
     # -- registration -------------------------------------------------------------------
     def _register(self) -> None:
@@ -71,6 +74,10 @@ class Agent:
             log.info("registered agent %s with %d %s slot(s) at %s", self.agent_id, self.slots, self.slot_type,
                      self.client.url)
             return
+
+    def _running(self) -> list[str]:
+        with self._lock:
+            return [a for a, p in self.procs.items() if p.exit_code is None]
 
     def _undelivered_exits(self) -> list[str]:
         prefix, suffix = "/allocations/", "/exited"
@@ -110,6 +117,7 @@ class Agent:
             {"agent_id": self.agent_id, "exit_code": proc.exit_code, "agent_lost": proc.fenced},
             before=self.shipper.flush,
         )
+        self.workdirs.ended(proc.allocation_id)  # its directory goes once that report has reached the master
 
     def _kill(self, allocation_id: str) -> None:
         with self._lock:
@@ -166,6 +174,7 @@ class Agent:
         self.outbox.start()
         threading.Thread(target=self._keep_lease, daemon=True, name="lease").start()
         self._register()
+        self.workdirs.start()
         while not self._stop.is_set():
             try:
                 self._poll_once()

@@ -120,8 +120,11 @@ def agent() -> None:
               envvar="STALWART_AGENT_LOG_BLOCK_TIMEOUT",
               help="Seconds a trial's output may stay blocked on a full log buffer before lines are dropped "
                    "(and counted in an 'N lines dropped' line).")
+@click.option("--keep-work-dirs", type=int, default=0, show_default=True, envvar="STALWART_AGENT_KEEP_WORK_DIRS",
+              help="Work directories of ended allocations to keep, the most recent ones, for debugging "
+                   "(0: each goes as soon as its exit has reached the master).")
 def agent_run(master_url, token, token_file, agent_id, slots, resource_pool, work_dir, log_buffer_mib,
-              log_block_timeout) -> None:
+              log_block_timeout, keep_work_dirs) -> None:
     """Run an agent in the foreground."""
     from stalwart.agent.daemon import Agent
     from stalwart.agent.slots import detect
@@ -138,11 +141,14 @@ def agent_run(master_url, token, token_file, agent_id, slots, resource_pool, wor
         raise InvalidRequest(f"--log-buffer-mib: expected a number of MiB > 0 (e.g. 64), got {log_buffer_mib}")
     if not (math.isfinite(log_block_timeout) and log_block_timeout >= 0):
         raise InvalidRequest(f"--log-block-timeout: expected seconds >= 0 (e.g. 30), got {log_block_timeout}")
+    if keep_work_dirs < 0:
+        raise InvalidRequest(f"--keep-work-dirs: expected a number of directories >= 0, got {keep_work_dirs}")
     count, slot_type = detect(slots)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     a = Agent(master_url, token, pathlib.Path(work_dir or homes.home() / "agent"), agent_id=agent_id,
               slots=count, slot_type=slot_type, resource_pool=resource_pool,
-              log_buffer_bytes=max(1, int(log_buffer_mib * 1024 * 1024)), log_block_timeout=log_block_timeout)
+              log_buffer_bytes=max(1, int(log_buffer_mib * 1024 * 1024)), log_block_timeout=log_block_timeout,
+              keep_work_dirs=keep_work_dirs)
 
     def _term(_sig, _frame):
         a.stop(kill_running=True)
