@@ -6,6 +6,7 @@ import abc
 import contextlib
 import os
 import pathlib
+import shutil
 from typing import Iterator
 
 
@@ -39,11 +40,21 @@ class StorageManager(abc.ABC):
 
     @contextlib.contextmanager
     def store_path(self, storage_id: str, scratch: pathlib.Path) -> Iterator[pathlib.Path]:
-        """A directory to write a checkpoint into; it is uploaded when the block ends without error."""
+        """A directory to write a checkpoint into; it is uploaded when the block ends without error.
+
+        The scratch copy goes either way; an upload that fails half-way is deleted from storage.
+        """
         path = scratch / storage_id
         path.mkdir(parents=True, exist_ok=True)
-        yield path
-        self.upload(path, storage_id)
+        try:
+            yield path
+            try:
+                self.upload(path, storage_id)
+            except BaseException:
+                self.delete(storage_id)
+                raise
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
 
     @contextlib.contextmanager
     def restore_path(self, storage_id: str, scratch: pathlib.Path) -> Iterator[pathlib.Path]:

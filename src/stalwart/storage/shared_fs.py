@@ -31,10 +31,14 @@ class SharedFSStorage(StorageManager):
 
     @contextlib.contextmanager
     def store_path(self, storage_id: str, scratch: pathlib.Path | None = None) -> Iterator[pathlib.Path]:
-        """Write straight into the shared directory: no copy needed."""
+        """Write straight into the shared directory: no copy needed. A block that raises leaves nothing behind."""
         path = self._dir(storage_id)
         path.mkdir(parents=True, exist_ok=True)
-        yield path
+        try:
+            yield path
+        except BaseException:
+            self.delete(storage_id)  # a half-written checkpoint nobody will register, or ever delete
+            raise
 
     @contextlib.contextmanager
     def restore_path(self, storage_id: str, scratch: pathlib.Path | None = None) -> Iterator[pathlib.Path]:
