@@ -138,11 +138,18 @@ def _token_of(c, allocation_id: str) -> str:
     return _trial_env(allocation_id)["STALWART_ALLOCATION_TOKEN"]
 
 
-def test_a_searcher_metric_no_validation_reports_errors_the_experiment_naming_it(cluster):
+def test_a_searcher_metric_no_validation_reports_errors_only_a_searcher_that_needs_it(cluster):
+    # Determined's rule: `single` ignores validations, so its trial trains on and the experiment completes
     c = cluster
-    exp_id = create(c, digits_config(searcher__metric="val_f1"))
-    d = wait_state(c, exp_id, {"ERROR", "COMPLETED"})
+    single = create(c, digits_config(searcher__metric="val_f1"))
+    d = wait_state(c, single, {"ERROR", "COMPLETED"})
+    assert d["experiment"]["state"] == "COMPLETED", d["experiment"]["error_message"]
+    assert d["trials"][0]["state"] == "COMPLETED"
+    # ASHA ranks trials by the metric: the experiment ends in ERROR naming it; the master fails no trial for it
+    asha = create(c, digits_config(searcher={"name": "adaptive_asha", "metric": "val_f1", "max_trials": 1,
+                                             "max_time": 400, "time_metric": "batches"}))
+    d = wait_state(c, asha, {"ERROR", "COMPLETED"})
     assert d["experiment"]["state"] == "ERROR"
     msg = d["experiment"]["error_message"]
     assert "searcher metric 'val_f1'" in msg and "validation_accuracy, validation_loss" in msg
-    assert d["trials"][0]["state"] == "ERROR" and d["trials"][0]["restarts"] == 0
+    assert d["trials"][0]["restarts"] == 0

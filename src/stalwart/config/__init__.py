@@ -10,6 +10,8 @@ from stalwart.config.hyperparameters import iter_leaves, resolve_const_hparams
 from stalwart.config.lengths import LENGTH_UNITS, Length, parse_length
 from stalwart.config.merge import merge_defaults
 from stalwart.config.overrides import apply_overrides
+from stalwart.config.searcher import searcher_settings
+from stalwart.config.searcher_settings import SearcherSettings, TrialLength
 from stalwart.config.source import read_source
 from stalwart.config.views import (
     checkpoint_gc_policy,
@@ -32,6 +34,8 @@ __all__ = [
     "NO_EFFECT_KEYS",
     "ExpandedConfig",
     "Length",
+    "SearcherSettings",
+    "TrialLength",
     "apply_overrides",
     "checkpoint_gc_policy",
     "checkpoint_storage",
@@ -49,6 +53,7 @@ __all__ = [
     "records_per_epoch",
     "resolve_const_hparams",
     "searcher_metric",
+    "searcher_settings",
     "slots_per_trial",
     "smaller_is_better",
 ]

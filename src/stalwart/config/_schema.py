@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -112,11 +113,12 @@ def integer(minimum: int | None = None, maximum: int | None = None) -> Checker:
     return check
 
 
-def number(minimum: float | None = None, exclusive_min: float | None = None) -> Checker:
-    wanted = "a number" + _range_text(minimum, None, exclusive_min)
+def number(minimum: float | None = None, exclusive_min: float | None = None,
+           maximum: float | None = None) -> Checker:
+    wanted = "a number" + _range_text(minimum, maximum, exclusive_min)
 
     def check(value: Any, path: str, problems: Problems) -> Any:
-        if not is_number(value) or not _in_range(value, minimum, None, exclusive_min):
+        if not is_number(value) or not math.isfinite(value) or not _in_range(value, minimum, maximum, exclusive_min):
             problems.add(path, f"expected {wanted}, got {type_name(value)}")
         return value
 

@@ -26,6 +26,7 @@ from stalwart.config.hyperparameters import check_hyperparameters
 from stalwart.config.lengths import length_checker
 from stalwart.config.merge import merge_defaults
 from stalwart.config.searcher import WARN_SEARCHER_NAMES, check_searcher, check_searcher_hparams
+from stalwart.config.searcher_settings import SearcherSettings, settings_of
 from stalwart.config.sections import (
     BIND_MOUNT_SPEC,
     INTEGRATIONS_SPEC,
@@ -109,10 +110,15 @@ IGNORED_KEYS: dict[str, str] = {
 
 @dataclass
 class ExpandedConfig:
-    """A validated config with every schema key present, plus warnings for the user."""
+    """A validated config with every schema key present, plus warnings for the user.
+
+    `searcher` is the typed searcher the search methods take (None for an end-of-life searcher name,
+    which parses but cannot run).
+    """
 
     config: dict
     warnings: list[str] = field(default_factory=list)
+    searcher: SearcherSettings | None = None
 
 
 def _lookup(config: Mapping, dotted: str) -> Any:
@@ -185,4 +191,4 @@ def load_experiment_config(
     if problems:
         message = f"invalid experiment config ({plural(len(problems), 'problem')})"
         raise ConfigError(message, details=problems.details)
-    return ExpandedConfig(config=cfg, warnings=warnings)
+    return ExpandedConfig(config=cfg, warnings=warnings, searcher=settings_of(cfg["searcher"]))

@@ -1,18 +1,24 @@
-"""The `searcher` section: one table of fields per searcher name, plus cross-field rules."""
+"""The `searcher` section: one table of fields per searcher name, cross-field rules, and its typed settings.
+
+This is the one place where a searcher's fields are checked and defaulted: `check_searcher` at
+experiment create, and `searcher_settings`, which gives the searchers their typed settings (the
+same checks on a stored config always pass, so a search restored after a restart never fails here).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from stalwart.api.errors import ConfigError
 from stalwart.config._schema import (
     Field,
     Problems,
     boolean,
     check_section,
     choice,
-    either,
     integer,
+    is_int,
     list_of,
     number,
     string,
@@ -20,7 +26,8 @@ from stalwart.config._schema import (
     type_name,
 )
 from stalwart.config.hyperparameters import iter_leaves, leaf_type
-from stalwart.config.lengths import length_checker
+from stalwart.config.lengths import check_length, length_checker
+from stalwart.config.searcher_settings import SearcherSettings, settings_of
 
 SEARCHER_NAMES = ("single", "random", "grid", "adaptive_asha", "async_halving", "asha_promotion", "hyperband",
                   "pbt", "optuna", "custom")
@@ -59,11 +66,31 @@ _ASHA = {
     **_TIME,
     **_MAX_LENGTH,
 }
-_PBT_REPLACE = {"truncate_fraction": Field(number(minimum=0), default=0.2)}
+_PBT_REPLACE = {"truncate_fraction": Field(number(minimum=0, maximum=0.5), default=0.2)}
 _PBT_EXPLORE = {
-    "resample_probability": Field(number(minimum=0), default=0.2),
-    "perturb_factor": Field(number(minimum=0), default=0.2),
+    "resample_probability": Field(number(minimum=0, maximum=1), default=0.2),
+    "perturb_factor": Field(number(minimum=0, maximum=1), default=0.2),
 }
+
+
+def _round_length(value: Any, path: str, problems: Problems) -> Any:
+    """PBT's `length_per_round`: an integer >= 1, or a length such as `{batches: 100}` of at least 1."""
+    if is_int(value):
+        if value < 1:
+            problems.add(path, f"expected an integer >= 1 or a length, got {value}")
+        return value
+    if not isinstance(value, Mapping):
+        problems.add(path, f"expected an integer >= 1 or a length, got {type_name(value)}")
+        return value
+    found = Problems()
+    checked = check_length(value, path, found)
+    problems.details += found.details
+    if not found:
+        ((unit, amount),) = checked.items()
+        if amount < 1:
+            problems.add(f"{path}.{unit}", f"expected an integer >= 1, got {amount}")
+    return checked
+
 
 _VARIANTS: dict[str, dict[str, Field]] = {
     "single": {**_MAX_LENGTH, **_TIME},
@@ -82,8 +109,7 @@ _VARIANTS: dict[str, dict[str, Field]] = {
     "pbt": {
         "population_size": Field(integer(minimum=1), required=True),
         "num_rounds": Field(integer(minimum=1), required=True),
-        "length_per_round": Field(either(integer(minimum=1), length_checker(), "an integer >= 1 or a length"),
-                                  required=True),
+        "length_per_round": Field(_round_length, required=True),
         "time_metric": Field(string(nonempty=True)),
         "replace_function": subsection(_PBT_REPLACE),
         "explore_function": subsection(_PBT_EXPLORE),
@@ -105,7 +131,7 @@ _VARIANTS: dict[str, dict[str, Field]] = {
         **_MAX_LENGTH,
     },
     "custom": {
-        "unit": Field(choice("batches", "records", "epochs")),
+        "unit": Field(choice("batches", "records", "epochs"), default="batches"),
         "search_method": Field(string(nonempty=True)),
         **_TIME,
         **_MAX_LENGTH,
@@ -116,7 +142,7 @@ _VARIANTS: dict[str, dict[str, Field]] = {
 _NEEDS_LENGTH = ("adaptive_asha", "async_halving", "asha_promotion", "hyperband")
 
 
-def check_searcher(value: Any, path: str, problems: Problems) -> dict:
+def check_searcher(value: Any, path: str, problems: Problems) -> dict[str, Any]:
     """Validate the searcher; return it with every field of its variant present."""
     if not isinstance(value, Mapping):
         problems.add(path, f"expected a mapping, got {type_name(value)}")
@@ -132,11 +158,11 @@ def check_searcher(value: Any, path: str, problems: Problems) -> dict:
         problems.add(f"{path}.name", f"expected one of {names}, got {type_name(name)}")
         return check_section(value, path, _COMMON, problems, strict=False)
     searcher = check_section(value, path, {**_COMMON, **_VARIANTS[name]}, problems)
-    _check_cross_fields(searcher, path, problems)
+    _check_cross_fields(searcher, value, path, problems)
     return searcher
 
 
-def _check_cross_fields(searcher: dict, path: str, problems: Problems) -> None:
+def _check_cross_fields(searcher: dict[str, Any], raw: Mapping[str, Any], path: str, problems: Problems) -> None:
     if searcher.get("source_trial_id") is not None and searcher.get("source_checkpoint_uuid"):
         problems.add(path, "give at most one of source_trial_id and source_checkpoint_uuid")
     has_metric = searcher.get("time_metric") is not None
@@ -148,9 +174,45 @@ def _check_cross_fields(searcher: dict, path: str, problems: Problems) -> None:
     name = searcher["name"]
     if name in _NEEDS_LENGTH and not (has_metric or has_time or searcher.get("max_length")):
         problems.add(path, f"{name} needs time_metric and max_time (or the legacy max_length)")
+    elif name in _NEEDS_LENGTH and not has_time:
+        _check_positive_length(searcher.get("max_length"), raw.get("max_length"), f"{path}.max_length", problems)
 
 
-def check_searcher_hparams(searcher: Mapping, hparams: Mapping, problems: Problems) -> None:
+def _check_positive_length(checked: Any, given: Any, path: str, problems: Problems) -> None:
+    """The rungs of a halving searcher need a length of at least 1 (a checked `{unit: n}`)."""
+    if not isinstance(checked, Mapping) or len(checked) != 1:
+        return
+    ((unit, amount),) = checked.items()
+    if is_int(amount) and amount == 0:  # negative amounts are refused by the length checker
+        where = path if is_int(given) else f"{path}.{unit}"
+        problems.add(where, f"expected an integer >= 1, got {amount}")
+
+
+def searcher_settings(config: Mapping[str, Any]) -> SearcherSettings:
+    """The typed settings of an experiment config's searcher, as the searchers take them.
+
+    Runs the same checks as experiment create (on a stored config they pass), so a bad or
+    unvalidated config is a ConfigError naming each field by its dotted path. End-of-life names
+    parse, but no experiment can run them.
+    """
+    problems = Problems()
+    section = check_searcher(config.get("searcher"), "searcher", problems)
+    hparams = config.get("hyperparameters")
+    if isinstance(hparams, Mapping) and section:
+        check_searcher_hparams(section, hparams, problems)
+    if problems:
+        count = len(problems)
+        message = problems.details[0] if count == 1 else f"invalid searcher config ({count} problems)"
+        raise ConfigError(message, details=problems.details)
+    settings = settings_of(section)
+    if settings is None:
+        detail = (f"searcher.name: '{section.get('name')}' is end-of-life in Determined and cannot run; "
+                  f"use one of {', '.join(SEARCHER_NAMES)}")
+        raise ConfigError(detail, details=[detail])
+    return settings
+
+
+def check_searcher_hparams(searcher: Mapping[str, Any], hparams: Mapping[str, Any], problems: Problems) -> None:
     """Rules joining the searcher and the hyperparameters (single: all const; grid: counts)."""
     name = searcher.get("name")
     if name == "single":

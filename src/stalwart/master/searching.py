@@ -7,7 +7,6 @@ from collections import deque
 
 import sqlalchemy as sa
 
-from stalwart.api import metric_values
 from stalwart.api.errors import ConfigError
 from stalwart.api.states import AllocationState, ExitReason, ExperimentState as S
 from stalwart.db import tables as t
@@ -228,17 +227,10 @@ def _save(conn, exp_id: int, search: SearchMethod) -> None:
 
 
 def on_validation(m: Master, conn, trial: dict, steps_completed: int, metrics: dict) -> None:
+    """Every validation goes to the searcher. Whether one without the searcher metric matters is the
+    searcher's to say (Determined's rule): single, random and grid ignore validations; a searcher that
+    needs the value ends the search in ERROR naming the metric. The master fails no trial for it."""
     exp, search = load(m, conn, trial["experiment_id"])
-    name = exp["config"]["searcher"]["metric"]
-    value = metrics.get(name)
-    if metric_values.number(value) is None:  # NaN and +-Infinity are numbers: searchers rank NaN worst
-        from stalwart.master import trials
-
-        reported = ", ".join(sorted(metrics)) or "none"
-        trials.fail_trial(m, conn, trial, (
-            f"searcher metric '{name}' is missing from the validation metrics reported at "
-            f"steps_completed={steps_completed} (reported: {reported}); report it or change searcher.metric"))
-        return
     apply(m, conn, exp["id"], search, search.on_validation_completed(trial["request_id"], metrics, steps_completed))
 
 

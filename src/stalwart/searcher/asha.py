@@ -60,7 +60,7 @@ import bisect
 from collections.abc import Mapping
 from typing import Any
 
-from stalwart.api.errors import ConfigError
+from stalwart.config.searcher_settings import AdaptiveAshaSettings, AsyncHalvingSettings, HalvingSettings
 from stalwart.searcher._common import (
     WORST,
     MetricReader,
@@ -80,15 +80,13 @@ def max_rungs_for(max_rungs: int, total: int, max_trials: int, divisor: float) -
 
 
 def bracket_rungs_for(mode: str, max_rungs: int) -> list[int]:
+    """The brackets' rung counts for a mode (one of MODES: the config checked it)."""
     if mode == "aggressive":
         rungs = [max_rungs]
     elif mode == "conservative":
         rungs = list(range(1, max_rungs + 1))
-    elif mode == "standard":
-        rungs = list(range((max_rungs - 1) // 2 + 1, max_rungs + 1))
     else:
-        raise ConfigError(f"searcher.mode: expected one of {', '.join(MODES)}, got {mode!r}",
-                          details=[f"searcher.mode: expected one of {', '.join(MODES)}, got {mode!r}"])
+        rungs = list(range((max_rungs - 1) // 2 + 1, max_rungs + 1))
     return sorted(rungs, reverse=True)
 
 
@@ -111,20 +109,16 @@ def bracket_max_concurrent(mct: int, divisor: float, trials: list[int]) -> list[
     return out
 
 
-def plan_brackets(searcher: Mapping, total: int) -> tuple[list[int], list[int], list[int]]:
-    """`(rungs, max_trials, max_concurrent)` per bracket for an adaptive config."""
-    divisor = float(searcher.get("divisor") or 4)
-    max_trials = int(searcher["max_trials"])
-    mct = searcher.get("max_concurrent_trials")
-    mct = 16 if mct is None else int(mct)
-    rungs = list(searcher.get("bracket_rungs") or [])
-    if rungs:
-        rungs = sorted((int(r) for r in rungs), reverse=True)
+def plan_brackets(settings: AdaptiveAshaSettings, total: int) -> tuple[list[int], list[int], list[int]]:
+    """`(rungs, max_trials, max_concurrent)` per bracket for an adaptive searcher."""
+    divisor, max_trials = settings.divisor, settings.max_trials
+    if settings.bracket_rungs:
+        rungs = sorted(settings.bracket_rungs, reverse=True)
     else:
-        cap = max_rungs_for(int(searcher.get("max_rungs") or 5), total, max_trials, divisor)
-        rungs = bracket_rungs_for(str(searcher.get("mode") or "standard"), cap)
+        cap = max_rungs_for(settings.max_rungs, total, max_trials, divisor)
+        rungs = bracket_rungs_for(settings.mode, cap)
     trials = bracket_max_trials(max_trials, divisor, rungs)
-    return rungs, trials, bracket_max_concurrent(mct, divisor, trials)
+    return rungs, trials, bracket_max_concurrent(settings.max_concurrent_trials, divisor, trials)
 
 
 def draw_trial(ctx: SearchContext, space: HParamSpace, model: Any) -> tuple[str, dict, int]:
@@ -379,51 +373,37 @@ class Tournament(SearchMethod):
             self.model.load(snapshot.get("model") or [])
 
 
-def async_halving(config: Mapping, space: HParamSpace, total: int, time_metric: str,
-                  experiment_seed: int | None, bracket_cls: type = Bracket) -> Tournament:
-    searcher = config["searcher"]
-    num_rungs = searcher.get("num_rungs")
-    if not isinstance(num_rungs, int) or isinstance(num_rungs, bool) or num_rungs < 1:
-        raise ConfigError("searcher.num_rungs: required, an integer >= 1",
-                          details=["searcher.num_rungs: required, an integer >= 1"])
-    mct = searcher.get("max_concurrent_trials")
+def async_halving(settings: AsyncHalvingSettings, space: HParamSpace, experiment_seed: int | None,
+                  bracket_cls: type = Bracket) -> Tournament:
     ctx = SearchContext(experiment_seed)
-    bracket = bracket_cls(ctx, space, num_rungs=num_rungs, divisor=float(searcher.get("divisor") or 4),
-                          max_trials=int(searcher["max_trials"]), max_concurrent=16 if mct is None else int(mct),
-                          total=total)
-    reader = MetricReader.from_config(config, time_metric)
-    return Tournament(ctx, reader, [bracket], sampler_model(searcher, ctx, space))
+    total = settings.length.units
+    bracket = bracket_cls(ctx, space, num_rungs=settings.num_rungs, divisor=settings.divisor,
+                          max_trials=settings.max_trials, max_concurrent=settings.max_concurrent_trials, total=total)
+    reader = MetricReader.of(settings, settings.length.time_metric)
+    return Tournament(ctx, reader, [bracket], sampler_model(settings, ctx, space))
 
 
-def adaptive_asha(config: Mapping, space: HParamSpace, total: int, time_metric: str,
-                  experiment_seed: int | None, bracket_cls: type = Bracket) -> Tournament:
-    searcher = config["searcher"]
-    rungs, trials, concurrency = plan_brackets(searcher, total)
+def adaptive_asha(settings: AdaptiveAshaSettings, space: HParamSpace, experiment_seed: int | None,
+                  bracket_cls: type = Bracket) -> Tournament:
+    total = settings.length.units
+    rungs, trials, concurrency = plan_brackets(settings, total)
     ctx = SearchContext(experiment_seed)
-    divisor = float(searcher.get("divisor") or 4)
     brackets = [
-        bracket_cls(ctx, space, num_rungs=r, divisor=divisor, max_trials=n, max_concurrent=c, total=total)
+        bracket_cls(ctx, space, num_rungs=r, divisor=settings.divisor, max_trials=n, max_concurrent=c, total=total)
         for r, n, c in zip(rungs, trials, concurrency, strict=True)
     ]
-    reader = MetricReader.from_config(config, time_metric)
-    return Tournament(ctx, reader, brackets, sampler_model(searcher, ctx, space))
+    reader = MetricReader.of(settings, settings.length.time_metric)
+    return Tournament(ctx, reader, brackets, sampler_model(settings, ctx, space))
 
 
-HALVING_SAMPLERS = ("random", "tpe", "evolution")
-
-
-def sampler_model(searcher: Mapping, ctx: SearchContext, space: HParamSpace) -> Any:
+def sampler_model(settings: HalvingSettings, ctx: SearchContext, space: HParamSpace) -> Any:
     """None for `sampler: random` (the default: Determined's random draws), else the shared model."""
-    sampler = searcher.get("sampler") or "random"
-    if sampler == "random":
+    if settings.sampler == "random":
         return None
-    if sampler not in HALVING_SAMPLERS:
-        message = f"searcher.sampler: expected one of {', '.join(HALVING_SAMPLERS)}, got {sampler!r}"
-        raise ConfigError(message, details=[message])
-    if sampler == "evolution":
+    if settings.sampler == "evolution":
         from stalwart.searcher.evolution_sampler import EvolutionModel
 
         return EvolutionModel(space, ctx.rng)
     from stalwart.searcher.model_sampler import OptunaModel
 
-    return OptunaModel(space, ctx.rng, sampler, what="searcher.sampler: 'tpe'")
+    return OptunaModel(space, ctx.rng, settings.sampler, what="searcher.sampler: 'tpe'")

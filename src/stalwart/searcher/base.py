@@ -44,6 +44,8 @@ import enum
 from dataclasses import dataclass
 from typing import Union
 
+from stalwart.config import SearcherSettings
+
 
 @dataclass(frozen=True)
 class Create:
@@ -107,6 +109,9 @@ class TrialExit(str, enum.Enum):
 
 class SearchMethod(abc.ABC):
     """One experiment's search. Every event method returns the actions it causes."""
+
+    # The typed settings it was built from (`make_search_method` sets them; None for one built by hand).
+    settings: SearcherSettings | None = None
 
     @abc.abstractmethod
     def initial_operations(self) -> list[Action]:

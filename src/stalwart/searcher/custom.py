@@ -52,6 +52,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stalwart.api.metric_values import NON_FINITE
+from stalwart.config.searcher_settings import CustomSettings
 from stalwart.searcher._common import MetricReader, SearchContext, clamp_progress
 from stalwart.searcher.base import Action, Pause, Resume, SearchMethod, Stop, TrialExit
 from stalwart.searcher.base import Create as CreateAction
@@ -177,14 +178,16 @@ class CustomSearch(SearchMethod):
     """Wraps a user's search method object (Determined's custom searcher API)."""
 
     def __init__(self, user_method: Any, config: Mapping, *, experiment_seed: int | None = None) -> None:
-        from stalwart.config import views
+        from stalwart.config import searcher_settings, views
 
-        searcher = config.get("searcher") or {}
-        unit = searcher.get("unit") or "batches"
+        settings = searcher_settings(config)  # the config's typed settings: `unit` and `metric` as checked there
+        if not isinstance(settings, CustomSettings):
+            raise TypeError(f"CustomSearch needs a custom searcher config, got searcher.name {settings.name!r}")
         seed = views.experiment_seed(config) if experiment_seed is None else experiment_seed
+        self.settings = settings
         self.user = user_method
         self.ctx = SearchContext(seed)
-        self.reader = MetricReader(views.searcher_metric(config), True, unit)
+        self.reader = MetricReader(settings.metric, True, settings.unit)
         self.state = SearcherState()
         self.trials: dict[str, dict] = {}  # rid -> {id, status, target, queue}
         self.last_progress = 0.0

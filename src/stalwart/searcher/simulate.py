@@ -33,8 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from stalwart.config import views
-from stalwart.searcher._common import budget
+from stalwart.config import SearcherSettings, TrialLength, searcher_settings, views
 from stalwart.searcher.base import Action, Create, Pause, Resume, SearchMethod, Shutdown, Stop, TrialExit
 
 
@@ -114,12 +113,13 @@ def simulate(config: Mapping, metric_fn: Callable[[dict, float], Any], *, max_wo
     if max_workers < 1:
         raise ValueError("max_workers must be >= 1")
     search = make_search_method(config) if search is None else search
-    total, time_metric = budget(config)
+    settings = search.settings or searcher_settings(config)  # a benchmark's peer searcher has none of its own
+    length = _length(settings)
     reader = getattr(search, "reader", None)  # e.g. pbt's time metric is its own field
-    time_metric = getattr(reader, "time_metric", None) or time_metric or "batches"
-    metric_name = views.searcher_metric(config) or "metric"
-    smaller = views.smaller_is_better(config)
-    fallback_length = int(total) if total else default_length
+    time_metric = getattr(reader, "time_metric", None) or (length.time_metric if length else None) or "batches"
+    metric_name = settings.metric
+    smaller = settings.smaller_is_better
+    fallback_length = length.units if length else default_length
     milestones = sorted(set(search.milestones()))
 
     trials: dict[str, SimTrial] = {}
@@ -317,6 +317,12 @@ class Preview:
         return "\n".join(lines)
 
 
+def _length(settings: SearcherSettings) -> TrialLength | None:
+    """The trial length of searchers that have one (pbt has a length per round instead)."""
+    length = getattr(settings, "length", None)
+    return length if isinstance(length, TrialLength) else None
+
+
 def preview(config: Mapping, *, max_workers: int | None = None, seed: int | None = None) -> Preview:
     """Simulate the search with a random metric (seeded by `seed` or the experiment seed)."""
     from stalwart.searcher.factory import make_search_method
@@ -327,12 +333,13 @@ def preview(config: Mapping, *, max_workers: int | None = None, seed: int | None
         rng = random.Random(f"{base}:{json.dumps(hparams, sort_keys=True, default=str)}")
         return rng.random() + 0.0 * step
 
-    searcher = config.get("searcher") or {}
-    mct = searcher.get("max_concurrent_trials")
-    workers = max_workers or (mct if isinstance(mct, int) and mct > 0 else 16)
     search = make_search_method(config)
+    settings = search.settings or searcher_settings(config)
+    mct = getattr(settings, "max_concurrent_trials", None)
+    workers = max_workers or (mct if isinstance(mct, int) and mct > 0 else 16)
     result = simulate(config, metric_fn, max_workers=workers, search=search)
-    _, unit = budget(config)
+    length = _length(settings)
+    unit = length.time_metric if length else None
     rows = [(n, length) for length, n in result.lengths().items()]
     brackets = []
     describe = getattr(search, "describe", None)
@@ -343,4 +350,4 @@ def preview(config: Mapping, *, max_workers: int | None = None, seed: int | None
             rungs = [{"length": length, "trials": sum(1 for t in mine if t.step >= length - 1e-9)}
                      for length in info["rung_lengths"]]
             brackets.append({"rungs": rungs, "max_trials": info["max_trials"]})
-    return Preview(str(searcher.get("name")), len(result.trials), unit or "units", rows, brackets)
+    return Preview(settings.name, len(result.trials), unit or "units", rows, brackets)

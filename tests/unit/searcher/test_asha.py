@@ -3,6 +3,7 @@
 import pytest
 from searcher_helpers import build, expand
 
+from stalwart.config import searcher_settings
 from stalwart.searcher import Create, Shutdown, Stop, TrialExit
 from stalwart.searcher._common import WORST, floor_log, rung_units
 from stalwart.searcher.asha import (
@@ -70,11 +71,11 @@ def test_plan_from_a_config():
     cfg = expand({"hyperparameters": HP, "searcher": {
         "name": "adaptive_asha", "metric": "loss", "max_trials": 64, "max_time": 100, "time_metric": "batches",
         "max_concurrent_trials": 8}})
-    assert plan_brackets(cfg["searcher"], 100) == ([4, 3, 2], [45, 14, 5], [3, 3, 2])
+    assert plan_brackets(searcher_settings(cfg), 100) == ([4, 3, 2], [45, 14, 5], [3, 3, 2])
     explicit = expand({"hyperparameters": HP, "searcher": {
         "name": "adaptive_asha", "metric": "loss", "max_trials": 10, "max_length": {"epochs": 16},
         "bracket_rungs": [1, 3], "divisor": 2}})
-    rungs, trials, mct = plan_brackets(explicit["searcher"], 16)
+    rungs, trials, mct = plan_brackets(searcher_settings(explicit), 16)
     # weights 2^2/3 = 1.33 and 1: floor(5.71) = 5, floor(4.29) = 4, remainder 1 to bracket 0
     assert (rungs, trials, mct) == ([3, 1], [6, 4], [8, 8])
 

@@ -34,7 +34,7 @@ def test_bad_input_is_rejected_by_the_config_and_by_make_search_method(label, hp
     with pytest.raises(ConfigError) as info:
         load_experiment_config(raw(hparams, searcher))
     assert any(message in d for d in info.value.details), info.value.details
-    # The factory guards the same rules when handed an unvalidated config.
+    # Handed an unvalidated config, the factory asks the config package, which refuses it the same way.
     unvalidated = raw(hparams, searcher)
     with pytest.raises(ConfigError) as info:
         search = make_search_method(unvalidated)
@@ -48,7 +48,7 @@ def test_bad_input_is_rejected_by_the_config_and_by_make_search_method(label, hp
     ({"name": "pbt", "num_rounds": 2, "length_per_round": 5}, "searcher.population_size: required"),
     ({"name": "pbt", "population_size": 2, "num_rounds": 2}, "searcher.length_per_round"),
     ({"name": "pbt", "population_size": 2, "num_rounds": 2, "length_per_round": 5,
-      "replace_function": {"truncate_fraction": 0.9}}, "searcher.truncate_fraction"),
+      "replace_function": {"truncate_fraction": 0.9}}, "searcher.replace_function.truncate_fraction"),
     ({"name": "optuna", "max_trials": 2, "sampler": "grid"}, "searcher.sampler"),
     ({"name": "random"}, "searcher.max_trials: required"),
     ({"name": "sync_halving"}, "searcher.name"),
