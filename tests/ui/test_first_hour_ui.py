@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from urllib.parse import urlparse
 
 import pytest
+import yaml
 
 from conftest import REPO
+from stalwart.context import pack_context
 
 pytestmark = pytest.mark.integration
 
@@ -21,6 +24,40 @@ def _create(cluster, *overrides: str) -> int:
     for o in overrides:
         args += ["--config", o]
     return json.loads(cluster.cli(*args, check=True).stdout)["experiment"]["id"]
+
+
+# Pixels of a chart's canvas in a series colour (saturated), not the greys of axes, grid and text.
+COLOURED = """(sel) => { const c = document.querySelector(sel + ' canvas'); if (!c) return 0;
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0;
+  for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 100 && Math.max(d[i], d[i + 1], d[i + 2])
+      - Math.min(d[i], d[i + 1], d[i + 2]) > 60) n++;
+  return n; }"""
+
+# One validation and one training report per trial, with the harness's step counters beside the metrics, and
+# a searcher metric that never comes; then the trial keeps running until it is told to stop.
+ONE_VALIDATION = """
+import time
+from stalwart import core
+
+with core.init() as ctx:
+    k = ctx.info.trial.hparams["k"]
+    ctx.train.report_training_metrics(10, {"batches": 10, "epochs": 0, "loss": 1.0 / k})
+    ctx.train.report_validation_metrics(10, {"batches": 10, "epochs": 0, "val_acc": 0.5 + k / 10})
+    print("reported", flush=True)
+    for _ in range(900):
+        if ctx.preempt.should_preempt():
+            break
+        time.sleep(0.2)
+"""
+
+
+def _create_script(cluster, tmp_path, script: str, **config) -> int:
+    ctx = tmp_path / "ctx"
+    ctx.mkdir(exist_ok=True)
+    (ctx / "train.py").write_text(script)
+    reply = cluster.client().post("/experiments", {"config": yaml.safe_dump(config), "activate": True,
+                                                   "context": base64.b64encode(pack_context(ctx).data).decode()})
+    return reply["experiment"]["id"]
 
 
 def test_rest_api_docs_render_with_no_internet(ui_cluster, page):
@@ -74,3 +111,33 @@ def test_an_experiment_too_big_for_every_agent_shows_why_it_waits(ui_cluster, pa
     finally:
         c.client().post(f"/experiments/{exp_id}/kill", {})
     page.wait_for_selector("#exp-warnings[hidden]", state="attached")  # live: gone once the experiment is over
+
+
+def test_charts_show_single_validations_and_never_default_to_a_counter(ui_cluster, page, tmp_path):
+    """Three running trials with one validation each (ASHA's first rung), whose searcher metric never came and
+    whose metrics carry the `batches`/`epochs` counters: the experiment chart draws all three as markers of
+    `val_acc` as soon as they arrive, and the trial page's training chart shows `loss`, not batches."""
+    c = ui_cluster
+    exp_id = _create_script(c, tmp_path, ONE_VALIDATION, name="single-validations", entrypoint="python3 train.py",
+                            hyperparameters={"k": {"type": "categorical", "vals": [1, 2, 3]}},
+                            searcher={"name": "grid", "metric": "validation_accuracy", "smaller_is_better": False,
+                                      "max_length": {"batches": 100}, "max_concurrent_trials": 3})
+    try:
+        page.goto(f"{c.url}/experiments/{exp_id}")  # open while the trials start: the chart fills in live
+        c.wait_for(lambda: sum(1 for t in c.client().get(f"/experiments/{exp_id}")["trials"]
+                               if t.get("latest_validation")) == 3, timeout=120, what="three first validations")
+        page.wait_for_function("() => document.querySelector('#curves').dataset.points === '3'", timeout=30_000)
+        assert page.eval_on_selector("#metric", "s => s.value") == "validation\u0000val_acc"
+        assert page.is_hidden("#curves .chart-empty")
+        assert page.evaluate(COLOURED, "#curves") > 40, "the three single points are not drawn"
+
+        trial_id = c.client().get(f"/experiments/{exp_id}")["trials"][0]["id"]
+        page.goto(f"{c.url}/trials/{trial_id}")
+        page.wait_for_function("() => document.querySelector('#chart-training').dataset.drawn === '1' && "
+                               "document.querySelector('#chart-validation').dataset.drawn === '1'")
+        assert page.eval_on_selector("#metric-training", "s => s.value") == "loss"
+        assert page.eval_on_selector("#metric-validation", "s => s.value") == "val_acc"
+        for chart in ("#chart-training", "#chart-validation"):
+            assert page.evaluate(COLOURED, chart) > 10, f"{chart}: the single point is not drawn"
+    finally:
+        c.client().post(f"/experiments/{exp_id}/kill", {})

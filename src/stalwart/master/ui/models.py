@@ -13,6 +13,7 @@ from stalwart.api.errors import InvalidRequest
 from stalwart.db import tables as t
 from stalwart.master import fit, views
 from stalwart.master.service import Master
+from stalwart.master.ui import metric_choice
 
 E = t.experiments.c
 STATES = ("ACTIVE", "PAUSED", "STOPPING_COMPLETED", "STOPPING_CANCELED", "STOPPING_KILLED", "STOPPING_ERROR",
@@ -202,6 +203,8 @@ def experiment_page(m: Master, idx, exp_id: int, *, sort: str = "id", order: str
     ids = [d["id"] for d in items]
     cfg = row["config"]
     searcher = cfg.get("searcher", {})
+    names = idx.names(ids) if ready else {"validation": [metric] if metric else []}
+    default = metric_choice.experiment_default(names, metric)
     return {
         "experiment": head,
         "config_yaml": row["config_text"],
@@ -210,7 +213,8 @@ def experiment_page(m: Master, idx, exp_id: int, *, sort: str = "id", order: str
                      "progress": row["progress"], "trials_by_state": by_state, "num_trials": len(items)},
         "trials": page, "trials_total": len(items), "offset": offset, "limit": limit, "sort": sort, "order": order,
         "hp_keys": hp_keys,
-        "metric_names": idx.names(ids) if ready else {"validation": [metric] if metric else []},
+        "metric_names": names,
+        "default_metric": default,  # what the chart shows until a metric is picked
         "epochs_available": bool(cfg.get("records_per_epoch")) and any("global_batch_size" in d["hparams"]
                                                                        for d in items[:1]),
         # The master has no job queue yet: these stay None (shown as "—") until GET /api/v1/jobs exists.
@@ -219,8 +223,8 @@ def experiment_page(m: Master, idx, exp_id: int, *, sort: str = "id", order: str
         "index_ready": ready,
         # the chart's first request, also preloaded by the page's HTML
         "series_url": f"/api/v1/experiments/{exp_id}/metrics/series?" + urlencode(
-            {"group": "validation", "x": "batches", "max_points": EXP_SERIES_POINTS, "format": "f32",
-             **({"metric": metric} if metric else {})}),
+            {"group": default["group"], "x": "batches", "max_points": EXP_SERIES_POINTS, "format": "f32",
+             **({"metric": default["metric"]} if default["metric"] else {})}),
     }
 
 

@@ -12,6 +12,7 @@ from stalwart.db import tables as t
 from stalwart.master import views
 from stalwart.master.routes.series import metric_names
 from stalwart.master.service import Master
+from stalwart.master.ui.metric_choice import default_metric
 from stalwart.master.ui.models import TRIAL_SERIES_POINTS, _trial_stats_sql, flatten
 
 LEVELS = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -65,14 +66,14 @@ def trial_page(m: Master, idx, trial_id: int) -> dict:
         d["number"] = i + 1
         d["failure"] = r["exit_code"] not in (None, 0) and r["exit_reason"] in (None, "EXITED")
         run_list.append(d)
-    urls = {}
+    urls, picks = {}, {}
     for group in ("training", "validation"):
-        have = names.get(group) or []
-        pick = metric if group == "validation" and metric in have else (have[0] if have else None)
+        pick = picks[group] = default_metric(names.get(group) or [], metric if group == "validation" else None)
         urls[group] = None if pick is None else f"/api/v1/trials/{trial_id}/metrics/series?" + urlencode(
             {"group": group, "x": "batches", "max_points": TRIAL_SERIES_POINTS, "metric": pick})
     return {
         "series_urls": urls,  # the charts' first requests, also preloaded by the page's HTML
+        "default_metrics": picks,  # what each chart shows until a metric is picked: never a step counter
         "trial": trial,
         "experiment": {"id": exp["id"], "name": exp["name"], "state": exp["state"], "metric": metric,
                        "smaller_is_better": smaller},

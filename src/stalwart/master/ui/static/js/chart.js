@@ -82,7 +82,8 @@ export class LineChart {
           stroke: s.color || color(i, many ? 0.55 : 1),
           width: many ? 1 : 1.5,
           spanGaps: true,
-          points: { show: false },
+          // a line needs two points: a series with only a few (one validation, ASHA's first rung) gets markers
+          points: { show: (u, si, i0, i1) => fewPoints(u.data[si], i0, i1), size: many ? 5 : 7, fill: s.color || color(i, many ? 0.55 : 1) },
           value: (u, v) => fmtNum(v),
         })),
       ],
@@ -121,6 +122,14 @@ export class LineChart {
     this.resizer.disconnect();
     if (this.plot) this.plot.destroy();
   }
+}
+
+const FEW = 3;  // series with at most this many points in view are drawn with markers
+
+function fewPoints(values, i0, i1) {
+  let n = 0;
+  for (let i = i0; i <= i1; i++) if (values[i] !== null && values[i] !== undefined && ++n > FEW) return false;
+  return true;
 }
 
 function nearestValue(values, idx) {

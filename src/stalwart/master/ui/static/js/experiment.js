@@ -74,20 +74,28 @@ let loading = false;
 let pending = false;
 let seenVersion = undefined;
 
+let metricPicked = false;  // once the user picks a metric it stays; until then the chart follows the model's default
+
+function defaultKey() {
+  const d = model.default_metric || {};
+  return `${d.group || "validation"}\u0000${d.metric || ""}`;
+}
+
 function metricOptions() {
   const sel = $("#metric");
-  const current = sel.value || `validation\u0000${model.searcher.metric || ""}`;
+  const current = metricPicked && sel.value ? sel.value : defaultKey();
   const opts = [];
   for (const [group, names] of Object.entries(model.metric_names || {})) {
     for (const n of names) opts.push([`${group}\u0000${n}`, `${group}: ${n}`]);
   }
-  if (!opts.some(([v]) => v === current) && model.searcher.metric) opts.unshift([current, `validation: ${model.searcher.metric}`]);
+  const [curGroup, curMetric] = current.split("\u0000");
+  if (!opts.some(([v]) => v === current) && curMetric) opts.unshift([current, `${curGroup}: ${curMetric}`]);
   const signature = JSON.stringify(opts);
   if (sel.dataset.signature !== signature) {
     sel.replaceChildren(...opts.map(([v, label]) => el("option", { value: v, text: label })));
     sel.dataset.signature = signature;
-    sel.value = current;
   }
+  if (sel.value !== current) sel.value = current;
   const epochs = $("#xaxis option[value=epochs]");
   epochs.disabled = !model.epochs_available;
   epochs.title = model.epochs_available ? "" : "needs records_per_epoch and a global_batch_size hyperparameter";
@@ -101,7 +109,7 @@ async function loadSeries() {
   const q = new URLSearchParams({ group, x, max_points: "1000", format: "f32" });
   if (metric) q.set("metric", metric);
   if (zoom) { q.set("x_min", zoom[0]); q.set("x_max", zoom[1]); }
-  const isDefault = !zoom && x === "batches" && group === "validation" && (metric || "") === (model.searcher.metric || "");
+  const isDefault = !zoom && x === "batches" && `${group}\u0000${metric || ""}` === defaultKey();
   try {
     const data = await getF32Series(isDefault ? model.series_url : `/api/v1/experiments/${expId}/metrics/series?${q}`);
     chart.update({
@@ -118,7 +126,7 @@ async function loadSeries() {
   if (pending) { pending = false; loadSeries(); }
 }
 
-$("#metric").addEventListener("change", () => { zoom = null; loadSeries(); });
+$("#metric").addEventListener("change", () => { metricPicked = true; zoom = null; loadSeries(); });
 $("#xaxis").addEventListener("change", () => { zoom = null; loadSeries(); });
 
 // --- trials table ----------------------------------------------------------------------------------

@@ -69,8 +69,10 @@ const busy = {};
 
 function setupChart(group) {
   charts[group] = new LineChart($(`#chart-${group}`), { height: 280, onZoom: (lo, hi) => { zooms[group] = lo === null ? null : [lo, hi]; load(group); } });
-  $(`#metric-${group}`).addEventListener("change", () => { zooms[group] = null; load(group); });
+  $(`#metric-${group}`).addEventListener("change", () => { picked[group] = true; zooms[group] = null; load(group); });
 }
+
+const picked = { training: false, validation: false };  // until the user picks, each chart shows the model's default
 
 function metricOptions() {
   for (const group of ["training", "validation"]) {
@@ -78,7 +80,7 @@ function metricOptions() {
     const names = (model.metric_names || {})[group] || [];
     const signature = names.join("\u0000");
     if (sel.dataset.signature === signature) continue;
-    const current = sel.value || (group === "validation" && names.includes(model.experiment.metric) ? model.experiment.metric : names[0]);
+    const current = picked[group] && sel.value ? sel.value : (model.default_metrics || {})[group];
     sel.replaceChildren(...names.map((n) => el("option", { value: n, text: n })));
     sel.dataset.signature = signature;
     if (current) sel.value = current;
