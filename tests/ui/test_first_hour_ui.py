@@ -113,7 +113,7 @@ def test_an_experiment_too_big_for_every_agent_shows_why_it_waits(ui_cluster, pa
     page.wait_for_selector("#exp-warnings[hidden]", state="attached")  # live: gone once the experiment is over
 
 
-def test_charts_show_single_validations_and_never_default_to_a_counter(ui_cluster, page, tmp_path):
+def test_charts_show_single_validations_and_never_default_to_a_counter(ui_cluster, page, tmp_path, shots):
     """Three running trials with one validation each (ASHA's first rung), whose searcher metric never came and
     whose metrics carry the `batches`/`epochs` counters: the experiment chart draws all three as markers of
     `val_acc` as soon as they arrive, and the trial page's training chart shows `loss`, not batches."""
@@ -130,6 +130,7 @@ def test_charts_show_single_validations_and_never_default_to_a_counter(ui_cluste
         assert page.eval_on_selector("#metric", "s => s.value") == "validation\u0000val_acc"
         assert page.is_hidden("#curves .chart-empty")
         assert page.evaluate(COLOURED, "#curves") > 40, "the three single points are not drawn"
+        page.screenshot(path=str(shots / "experiment-single-validations.png"))
 
         trial_id = c.client().get(f"/experiments/{exp_id}")["trials"][0]["id"]
         page.goto(f"{c.url}/trials/{trial_id}")
@@ -139,5 +140,41 @@ def test_charts_show_single_validations_and_never_default_to_a_counter(ui_cluste
         assert page.eval_on_selector("#metric-validation", "s => s.value") == "val_acc"
         for chart in ("#chart-training", "#chart-validation"):
             assert page.evaluate(COLOURED, chart) > 10, f"{chart}: the single point is not drawn"
+        page.screenshot(path=str(shots / "trial-single-validation.png"))
     finally:
         c.client().post(f"/experiments/{exp_id}/kill", {})
+
+
+def test_hyperparameter_view_follows_the_config_and_progress_the_state(ui_cluster, page, tmp_path, shots):
+    """Constants are listed apart (no axis with an invented range), a log hyperparameter gets a log axis, and an
+    experiment that failed does not show 100% searcher progress."""
+    c = ui_cluster
+    exp_id = _create_script(c, tmp_path, ONE_VALIDATION, name="hp-view", entrypoint="python3 train.py",
+                            hyperparameters={"lr": {"type": "log", "base": 10, "minval": -3, "maxval": -2},
+                                             "width": {"type": "int", "minval": 8, "maxval": 64},
+                                             "k": {"type": "categorical", "vals": [1, 2, 3]},
+                                             "dropout": 0.25, "optimizer": {"type": "const", "val": "sgd"}},
+                            searcher={"name": "random", "metric": "val_acc", "smaller_is_better": False,
+                                      "max_trials": 4, "max_length": {"batches": 100}})
+    c.client().post(f"/experiments/{exp_id}/pause", {})
+    page.goto(f"{c.url}/experiments/{exp_id}#hparams")
+    page.wait_for_selector("#parcoords[data-axes]", state="attached")
+    axes = dict(json.loads(page.get_attribute("#parcoords", "data-axes")))
+    assert axes == {"k": "category", "lr": "log", "width": "linear", "val_acc": "linear"}, axes
+    assert page.get_attribute('#scatters figure[data-hparam="lr"]', "data-scale") == "log"
+    assert page.text_content("#hp-constants dd[data-constant=dropout]") == "0.25"
+    assert page.text_content("#hp-constants dd[data-constant=optimizer]") == "sgd"
+    page.screenshot(path=str(shots / "experiment-hparams-config.png"), full_page=True)
+    c.client().post(f"/experiments/{exp_id}/kill", {})
+
+    failing = _create_script(c, tmp_path, "import sys\nsys.exit(3)\n", name="fails-at-once",
+                             entrypoint="python3 train.py", max_restarts=0,
+                             searcher={"name": "single", "metric": "val_acc", "max_length": {"batches": 100}})
+    c.wait_for(lambda: c.client().get(f"/experiments/{failing}")["experiment"]["state"] == "ERROR", timeout=120,
+               what="the experiment to fail")
+    page.goto(f"{c.url}/experiments/{failing}")
+    shown = page.text_content("#facts dd[data-fact='Searcher progress']")
+    assert shown == "0% (failed)", shown
+    page.goto(f"{c.url}/?q=fails-at-once")
+    page.wait_for_selector(f'#experiments tr[data-key="{failing}"]')
+    assert "0% (failed)" in page.text_content(f'#experiments tr[data-key="{failing}"]')

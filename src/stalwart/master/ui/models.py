@@ -9,11 +9,12 @@ from urllib.parse import urlencode
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from stalwart.api.errors import InvalidRequest
+from stalwart.api.errors import ConfigError, InvalidRequest
 from stalwart.db import tables as t
 from stalwart.master import fit, views
 from stalwart.master.service import Master
 from stalwart.master.ui import metric_choice
+from stalwart.searcher.space import HParamSpace
 
 E = t.experiments.c
 STATES = ("ACTIVE", "PAUSED", "STOPPING_COMPLETED", "STOPPING_CANCELED", "STOPPING_KILLED", "STOPPING_ERROR",
@@ -73,6 +74,30 @@ def _label_filter(conn, label: str):
                      .where(sa.column("value") == label))
 
 
+ENDED_EARLY = ("ERROR", "CANCELED", "STOPPING_ERROR", "STOPPING_CANCELED", "STOPPING_KILLED")
+
+
+def work_done(conn, exp_ids: list[int]) -> dict[int, float]:
+    """Of experiments that ended early: the share of their trials' training actually done (a completed trial
+    counts whole, any other its own progress); the searcher's own figure counts failed trials as finished."""
+    if not exp_ids:
+        return {}
+    tc = t.trials.c
+    done = sa.case((tc.state == "COMPLETED", 1.0), else_=sa.func.coalesce(tc.progress, 0.0))
+    rows = conn.execute(sa.select(tc.experiment_id, sa.func.avg(done)).where(tc.experiment_id.in_(exp_ids))
+                        .group_by(tc.experiment_id)).all()
+    return {exp_id: 0.0 for exp_id in exp_ids} | {exp_id: float(v or 0.0) for exp_id, v in rows}
+
+
+def show_progress(d: dict, done: dict[int, float]) -> dict:
+    """`progress` as the page shows it: for an experiment that ended early, no more than the work done
+    (`searcher_progress` keeps the searcher's figure)."""
+    d["searcher_progress"] = d["progress"]
+    if d["state"] in ENDED_EARLY and d["id"] in done:
+        d["progress"] = min(d["progress"] or 0.0, done[d["id"]])
+    return d
+
+
 def experiment_filters(conn, q: str = "", state: str = "", label: str = "", owner: str = "",
                        archived: str = "false") -> list:
     where = []
@@ -124,16 +149,18 @@ def experiments_page(m: Master, idx, *, q: str = "", state: str = "", label: str
                    "num_trials": sa.literal_column("num_trials")}.get(sort, getattr(E, sort, None))
             rows = conn.execute(base.order_by(direction(key), direction(E.id)).limit(limit).offset(offset)
                                 ).mappings().all()
-    items = []
-    for r in rows:
-        d = views.experiment(r)
-        d["num_trials"] = r["num_trials"]
-        d["duration_s"] = _duration(r, now)
-        d["best"] = idx.experiment_best(r["id"], d["metric"], d["smaller_is_better"]) if ready else None
-        items.append(d)
-    if sort == "best":
-        items.sort(key=lambda d: _sort_key(d["best"]["value"] if d["best"] else None), reverse=order == "desc")
-        items = items[offset:offset + limit]
+        items = []
+        for r in rows:
+            d = views.experiment(r)
+            d["num_trials"] = r["num_trials"]
+            d["duration_s"] = _duration(r, now)
+            d["best"] = idx.experiment_best(r["id"], d["metric"], d["smaller_is_better"]) if ready else None
+            items.append(d)
+        if sort == "best":
+            items.sort(key=lambda d: _sort_key(d["best"]["value"] if d["best"] else None), reverse=order == "desc")
+            items = items[offset:offset + limit]
+        done = work_done(conn, [d["id"] for d in items if d["state"] in ENDED_EARLY])
+    items = [show_progress(d, done) for d in items]
     return {"experiments": items, "total": total, "offset": offset, "limit": limit, "sort": sort, "order": order,
             "filters": {"q": q, "state": state, "label": label, "owner": owner, "archived": archived},
             "states": list(STATES), "index_ready": ready}
@@ -171,6 +198,7 @@ def experiment_page(m: Master, idx, exp_id: int, *, sort: str = "id", order: str
         row = Master.get_row(conn, t.experiments, exp_id, "experiment")
         head = experiment_head(row, idx, now)
         head["warnings"] = fit.experiment_warnings(conn, row)
+        show_progress(head, work_done(conn, [exp_id] if row["state"] in ENDED_EARLY else []))
         tc = t.trials.c
         trials = conn.execute(
             sa.select(tc.id, tc.state, tc.hparams, tc.restarts, tc.runs, tc.progress, tc.early_exit,
@@ -228,8 +256,33 @@ def experiment_page(m: Master, idx, exp_id: int, *, sort: str = "id", order: str
     }
 
 
+def hparam_specs(config_hparams) -> dict[str, dict]:
+    """{dotted name: {kind, ...}} of the config's hyperparameters: the range of int/double/log ones (log: the
+    values' bounds and base), the values of categorical ones, the value of constants."""
+    try:
+        leaves = HParamSpace(config_hparams).leaves
+    except ConfigError:
+        return {}
+    out: dict[str, dict] = {}
+    for leaf in leaves:
+        spec = {"kind": leaf.kind}
+        if leaf.kind in ("int", "double", "log"):
+            spec.update(low=leaf.low(), high=leaf.high())
+            if leaf.kind == "log":
+                spec["base"] = leaf.base
+        elif leaf.kind == "categorical":
+            spec["vals"] = list(leaf.spec.get("vals") or [])
+        else:
+            spec["val"] = leaf.spec.get("val")
+        out[leaf.name] = spec
+    return out
+
+
 def hparams_view(m: Master, idx, exp_id: int) -> dict:
-    """Every trial's flattened hyperparameters and its best searcher metric, for the hyperparameter charts."""
+    """Every trial's flattened hyperparameters and its best searcher metric, for the hyperparameter charts.
+
+    `hp_keys` are the hyperparameters that vary (an axis each, scaled as the config says: `hp_specs`);
+    `constants` those every trial has the same (listed apart: an axis of one value would invent a range)."""
     ready = idx is not None and idx.ready
     with m.db.begin() as conn:
         row = Master.get_row(conn, t.experiments, exp_id, "experiment")
@@ -241,6 +294,16 @@ def hparams_view(m: Master, idx, exp_id: int) -> dict:
     for tid, state, hp in trials:
         best = idx.trial_stats(tid, metric, smaller)["best_validation"] if ready else None
         out.append({"id": tid, "state": state, "hparams": flatten(hp), "value": best["value"] if best else None})
-    hp_keys = sorted({k for d in out for k in d["hparams"]})
-    return {"experiment_id": exp_id, "metric": metric, "smaller_is_better": smaller, "hp_keys": hp_keys,
+    specs = hparam_specs(row["config"].get("hyperparameters"))
+    constants: dict = {}
+    varying: list[str] = []
+    for key in sorted({k for d in out for k in d["hparams"]} | set(specs)):
+        values = [d["hparams"].get(key) for d in out]
+        kind = specs.get(key, {}).get("kind")
+        if kind == "const" or (kind is None and len({json.dumps(v, sort_keys=True, default=str) for v in values}) <= 1):
+            constants[key] = values[0] if values else specs.get(key, {}).get("val")
+        else:
+            varying.append(key)
+    return {"experiment_id": exp_id, "metric": metric, "smaller_is_better": smaller, "hp_keys": varying,
+            "hp_specs": {k: specs[k] for k in varying if k in specs}, "constants": constants,
             "trials": out, "index_ready": ready}

@@ -66,10 +66,16 @@ export function stateBadge(state) {
   return el("span", { class: `state state-${String(state || "").toLowerCase()}`, text: state || "—" });
 }
 
-export function progressBar(p) {
+const ENDED_EARLY = new Set(["ERROR", "CANCELED", "STOPPING_ERROR", "STOPPING_CANCELED", "STOPPING_KILLED"]);
+
+// `state`: an experiment that ended early shows how far it got, in the state's colour, and says so.
+export function progressBar(p, state = null) {
   const pct = Math.round(Math.max(0, Math.min(1, p || 0)) * 100);
-  return el("span", { class: "progress", title: `${pct}%` },
-    el("span", { class: "track" }, el("span", { class: "bar", style: `width:${pct}%` })), el("span", { class: "pct", text: `${pct}%` }));
+  const early = ENDED_EARLY.has(state);
+  const ended = early ? String(state).replace("STOPPING_", "").toLowerCase() : "";
+  const text = early ? `${pct}% (${ended === "error" ? "failed" : "canceled"})` : `${pct}%`;
+  return el("span", { class: `progress${early ? ` ended-${ended}` : ""}`, title: early ? `${pct}% of the search was done when it ended in ${state}` : `${pct}%` },
+    el("span", { class: "track" }, el("span", { class: "bar", style: `width:${pct}%` })), el("span", { class: "pct", text }));
 }
 
 export function labelChips(labels) {

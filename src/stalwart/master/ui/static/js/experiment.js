@@ -28,7 +28,7 @@ function renderHead() {
   const facts = [
     ["ID", e.id], ["Owner", e.owner], ["Labels", labelChips(e.labels)], ["Description", e.description || "—"],
     ["Searcher", `${s.name} on ${s.metric} (${s.smaller_is_better ? "smaller" : "larger"} is better)`],
-    ["Searcher progress", progressBar(e.progress)],
+    ["Searcher progress", progressBar(e.progress, e.state)],
     ["Best", e.best ? el("span", {}, fmtNum(e.best.value), " (", el("a", { href: `/trials/${e.best.trial_id}`, text: `trial ${e.best.trial_id}` }), ")")
       : model.index_ready ? "—" : "indexing…"],
     ["Trials", `${s.num_trials}${s.max_trials ? ` of ${s.max_trials}` : ""}: ${byState}`],
@@ -188,7 +188,7 @@ async function loadHparams() {
   hpLoaded = Date.now();
   try {
     const data = await getJSON(`/api/v1/ui/experiments/${expId}/hparams`);
-    drawHparams($("#parcoords"), $("#scatters"), data);
+    drawHparams($("#parcoords"), $("#scatters"), data, $("#hp-constants"));
     $("#hp-note").textContent = data.trials.length < 2 ? "The hyperparameter views are most useful with several trials." : `${data.trials.length} trials, colored by best ${data.metric}.`;
   } catch (err) { showError(err); }
 }

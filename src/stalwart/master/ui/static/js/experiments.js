@@ -13,7 +13,7 @@ const columns = [
   { key: "id", label: "ID", sortable: true, numeric: true, render: (e) => el("a", { href: `/experiments/${e.id}`, text: e.id }) },
   { key: "name", label: "Name", sortable: true, render: (e) => el("a", { href: `/experiments/${e.id}`, class: "name", text: e.name }) },
   { key: "state", label: "State", sortable: true, render: (e) => stateBadge(e.state) },
-  { key: "progress", label: "Progress", sortable: true, numeric: true, render: (e) => progressBar(e.progress) },
+  { key: "progress", label: "Progress", sortable: true, numeric: true, render: (e) => progressBar(e.progress, e.state) },
   { key: "best", label: "Best metric", sortable: true, numeric: true, title: "Best validation of the searcher metric",
     render: (e) => (e.best ? el("span", { title: `${e.metric} (trial ${e.best.trial_id})` }, fmtNum(e.best.value), el("small", { text: ` ${e.metric}` }))
       : model.index_ready ? "—" : el("span", { class: "note", text: "indexing…" })) },
