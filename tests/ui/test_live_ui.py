@@ -155,7 +155,8 @@ def test_search_experiment_pages(ui_cluster, search_exp, page, shots):
     page.screenshot(path=str(shots / "experiment-search.png"), full_page=True)
     page.click("#tabs button[data-tab=hparams]")
     page.wait_for_function("() => document.querySelector('#parcoords').dataset.trials === '4'")
-    assert page.locator("#scatters figure").count() == 4  # batch_sleep, batch_size, hidden, learning_rate
+    assert page.locator("#scatters figure").count() == 2  # hidden, learning_rate: the constants are listed apart
+    assert page.locator("#hp-constants dd[data-constant]").count() == 2  # batch_sleep, batch_size
     page.screenshot(path=str(shots / "experiment-hparams.png"), full_page=True)
     page.click("#tabs button[data-tab=config]")
     assert "adaptive_asha" in page.text_content("#config")

@@ -16,10 +16,7 @@ def default_metric(names: list[str], searcher_metric: str | None = None) -> str 
 
 
 def experiment_default(names: dict[str, list[str]], searcher_metric: str | None) -> dict:
-    """{group, metric} for an experiment's chart: a validation metric if there is one worth drawing, else a
-    training one; before any metric exists, the searcher metric (so the first validations show at once)."""
-    for group in ("validation", "training"):
-        pick = default_metric(names.get(group) or [], searcher_metric if group == "validation" else None)
-        if pick is not None:
-            return {"group": group, "metric": pick}
-    return {"group": "validation", "metric": searcher_metric}
+    """{group, metric} for an experiment's chart: always a validation metric; until one worth drawing exists,
+    the searcher metric (so the first validations show at once, and the chart never jumps groups)."""
+    pick = default_metric(names.get("validation") or [], searcher_metric)
+    return {"group": "validation", "metric": pick if pick is not None else searcher_metric}
