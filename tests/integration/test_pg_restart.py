@@ -110,3 +110,33 @@ def test_a_postgres_restart_while_trials_report_loses_nothing_acknowledged(throw
         acked = [line.split() for line in ledger.read_text().splitlines()]
         assert {a[3] for a in acked if a[0] == "checkpoint"} <= stored
         assert sum(a[0] == "metric" for a in acked) >= 100
+
+
+FINISHES_WHILE_DOWN = ("import time\nfrom determined import core\n"
+                       "with core.init() as ctx:\n    ctx.train.report_validation_metrics(1, {'x': 0.5})\n"
+                       "time.sleep(3)\n")
+
+
+def test_a_trial_that_exits_while_postgres_is_down_keeps_its_real_exit(throwaway_pg, tmp_path):
+    # the agent's exit report meets a master whose database is gone (a 500): it must be retried, not dropped,
+    # and the agent must outlive its failed registrations, or the exit would be read as a lost agent's
+    pg, url = throwaway_pg
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    (ctx / "train.py").write_text(FINISHES_WHILE_DOWN)
+    with LocalTestCluster(tmp_path / "home", url) as c:
+        exp_id = create(c, "entrypoint: python3 train.py\nsearcher: {name: single, metric: x, max_length: 1}\n", ctx)
+        trial_id = first_trial(c, exp_id)
+        c.wait_for(lambda: c.client().get(f"/trials/{trial_id}/metrics", group="validation")["metrics"],
+                   what="the validation report")
+        pg.pg_ctl("stop")
+        try:
+            c.wait_for(lambda: "exited with 0" in c.log("agent-0.log"), timeout=30, what="the trial to exit")
+            time.sleep(3)  # the agent's exit report and polls meet the master without its database
+            assert c.agents[0].poll() is None, c.log("agent-0.log")[-2000:]
+        finally:
+            pg.pg_ctl("start")
+        d = wait_state(c, exp_id, {"COMPLETED", "ERROR"}, timeout=60)
+        assert d["experiment"]["state"] == "COMPLETED", d["experiment"].get("error_message")
+        runs = c.client().get(f"/trials/{trial_id}")["runs"]
+        assert [(r["exit_reason"], r["exit_code"]) for r in runs] == [("EXITED", 0)]

@@ -63,7 +63,10 @@ class Agent:
                 self._stop.wait(delay)
                 delay = min(delay * 2, 5.0)
                 continue
-            except InvalidStateError as err:  # another live agent holds this id: wait until it is gone
+            except StalwartError as err:
+                if err.http_status < 500 and not isinstance(err, InvalidStateError):
+                    raise  # refused for good (a bad token, an unknown pool): the agent cannot run
+                # a server error (its database restarts), or another live agent holds this id: wait
                 log.error("%s; retrying in 5 s", err)
                 self._stop.wait(5.0)
                 continue

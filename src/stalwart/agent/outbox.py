@@ -116,6 +116,10 @@ class Outbox(threading.Thread):
                 time.sleep(1.0)
                 continue
             except StalwartError as err:
+                if err.http_status >= 500:  # the master could not take it now (e.g. its database restarts)
+                    log.warning("master failed to take %s, will retry: %s", path, err)
+                    time.sleep(1.0)
+                    continue
                 log.warning("master refused %s: %s", path, err)
             with self._cv:
                 self._items.popleft()
