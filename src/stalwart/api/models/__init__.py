@@ -1,0 +1,1 @@
+"""Pydantic models of every REST request and response body of the master, one module per resource."""

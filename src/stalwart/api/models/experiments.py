@@ -1,0 +1,88 @@
+"""Experiments: create, list, describe, actions, the context archive and the best validation."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pydantic import Field
+
+from stalwart.api.models.common import Fraction, Id, JsonObject, MetricNumber, Name, Request, Response, Steps, Timestamp
+from stalwart.api.models.trials import Trial
+from stalwart.api.states import ExperimentState
+
+MAX_B64_CONTEXT = 130 * 1024 * 1024  # limits.max_request_body by default: the whole request
+
+
+class CreateExperiment(Request):
+    """POST /api/v1/experiments."""
+
+    config: str = Field(min_length=1, description="the experiment config as YAML text")
+    context: str = Field(default="", max_length=MAX_B64_CONTEXT, description="base64 of the context .tgz")
+    activate: bool = True
+    owner: Optional[str] = Field(default=None, max_length=255)
+    validate_only: bool = False
+
+
+class BestValidation(Response):
+    trial_id: Id
+    steps_completed: Steps
+    value: MetricNumber
+    metric: str
+
+
+class Experiment(Response):
+    id: Id
+    name: Optional[Name] = None
+    description: Optional[str] = None
+    labels: list[str] = Field(default_factory=list)
+    owner: str
+    state: ExperimentState
+    archived: bool
+    progress: Optional[Fraction] = None
+    searcher: str
+    metric: Optional[str] = None
+    smaller_is_better: bool
+    error_message: Optional[str] = None
+    created_at: Timestamp
+    ended_at: Optional[Timestamp] = None
+    num_trials: Optional[int] = Field(default=None, ge=0, description="only in lists")
+    warnings: Optional[list[str]] = Field(default=None, description="placement warnings (create, describe)")
+    best_validation: Optional[BestValidation] = Field(default=None, description="only in describe")
+
+
+class CreatedExperiment(Response):
+    """`experiment` is null for validate_only."""
+
+    experiment: Optional[Experiment]
+    warnings: list[str]
+
+
+class ExperimentList(Response):
+    experiments: list[Experiment]
+    total: int = Field(ge=0)
+
+
+class ExperimentDetail(Response):
+    experiment: Experiment
+    config: JsonObject
+    trials: list[Trial]
+
+
+class ExperimentEnvelope(Response):
+    """The answer of the pause/activate/cancel/kill/archive/unarchive actions."""
+
+    experiment: Experiment
+
+
+class TrialList(Response):
+    trials: list[Trial]
+
+
+class ModelDef(Response):
+    """The experiment's context archive, Determined's name for it."""
+
+    b64Tgz: str
+
+
+class BestMetric(Response):
+    metric: MetricNumber

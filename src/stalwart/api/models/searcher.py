@@ -1,0 +1,27 @@
+"""The search preview: what a search would create, simulated without running anything."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+from pydantic import Field
+
+from stalwart.api.models.common import Request, Response
+
+
+class PreviewRequest(Request):
+    config: str = Field(min_length=1, description="the experiment config as YAML text")
+
+
+class Preview(Response):
+    searcher: str
+    total_trials: int = Field(ge=0)
+    unit: Optional[str] = None
+    rows: list[list[Union[int, float]]]
+    brackets: list[Any]
+
+
+class PreviewAnswer(Response):
+    preview: Preview
+    text: str
+    warnings: list[str]
