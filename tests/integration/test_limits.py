@@ -6,6 +6,7 @@ import base64
 import gzip
 import json
 import os
+import pathlib
 import re
 import tarfile
 import threading
@@ -86,7 +87,7 @@ def test_member_bombs_are_refused_by_the_member_limit_while_the_master_keeps_ans
 
 
 def _rss_kib(pid: int) -> int:
-    for line in open(f"/proc/{pid}/status"):
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise AssertionError(f"no VmRSS for pid {pid}")

@@ -15,10 +15,10 @@ def test_store_path_whose_body_raises_leaves_no_directory(tmp_path, monkeypatch)
     monkeypatch.delenv("STALWART_INFO_FILE", raising=False)
     storage = tmp_path / "ckpts"
     with core.init(checkpoint_storage=str(storage)) as ctx:
-        with pytest.raises(RuntimeError, match="disk full"):
-            with ctx.checkpoint.store_path({"steps_completed": 1}) as (path, _uuid):
-                (path / "model.pt").write_bytes(b"half of the weights")
-                raise RuntimeError("disk full")
+        with pytest.raises(RuntimeError, match="disk full"), \
+                ctx.checkpoint.store_path({"steps_completed": 1}) as (path, _uuid):
+            (path / "model.pt").write_bytes(b"half of the weights")
+            raise RuntimeError("disk full")
         assert list(storage.iterdir()) == []
         with ctx.checkpoint.store_path({"steps_completed": 2}) as (path, uuid):  # the next save still works
             (path / "model.pt").write_bytes(b"weights")
