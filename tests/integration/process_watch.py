@@ -50,7 +50,8 @@ class DoubleRunWatcher(threading.Thread):
 
     def stop(self) -> None:
         self._stop_event.set()
-        self.join(5)
+        if self.ident is not None:  # started
+            self.join(5)
 
 
 def running(pid: int) -> bool:

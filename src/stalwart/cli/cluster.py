@@ -23,7 +23,7 @@ from stalwart.cli.base import AliasedGroup, client_of, json_option
               help="Master config file (pools, scheduler, ...); the local agent joins the default compute pool.")
 def up(port, slots, foreground, config_file) -> None:
     """Start a local master and one agent (SQLite under $STALWART_HOME)."""
-    pool = "default"
+    pool = None  # the config's default compute pool; else the recorded cluster's, else "default"
     if config_file:
         from stalwart.config.master import load_master_config
 

@@ -154,7 +154,7 @@ def wait_for_agent(url: str, agent_id: str, proc: subprocess.Popen | None, since
 
 
 def start(port: int | None = None, slots: int | None = None, foreground: bool = False, config: str | None = None,
-          pool: str = "default") -> dict:
+          pool: str | None = None) -> dict:
     """Start master and agent; returns the record written to $STALWART_HOME/local-cluster.json.
 
     After a crash, the survivors of the last start are reused: a master that still answers, an agent
@@ -181,6 +181,15 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
     if (master_pid or agent_pid) and port is not None and port != rec.get("port"):
         raise InvalidStateError(f"this home's cluster still runs on port {rec.get('port')} ({base}); use that "
                                 f"port, or stop it first with `stalwart down`")
+    survivors = bool(master_pid or agent_pid)
+    if survivors and config is not None and config != rec.get("config"):
+        raise InvalidStateError(f"this home's cluster still runs with master config {rec.get('config') or 'none'} "
+                                f"({base}); stop it first with `stalwart down` to start it with {config}")
+    # what is restarted after a crash is the cluster that was running: its config (database), slots and pool,
+    # unless given again (`stalwart down` forgets them)
+    config = config if config is not None else rec.get("config")
+    slots = slots if slots is not None else rec.get("slots")
+    pool = pool or rec.get("pool") or "default"
     if master_pid and not master_alive(rec["url"], timeout=5.0):
         raise InvalidStateError(f"this home's master (pid {master_pid}) runs but does not answer at {rec['url']}; "
                                 f"stop the cluster with `stalwart down`, then start it again")
@@ -217,7 +226,7 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
         agent = _spawn(agent_args, "agent.log", foreground)
         agent_pid = agent.pid
     record = {"url": url, "master_pid": master_pid, "agent_pid": agent_pid, "home": str(base), "port": port,
-              "cluster_id": cluster_id}
+              "cluster_id": cluster_id, "config": config, "slots": slots, "pool": pool}
     homes.write_local_record(record)  # before waiting: `down` must find what was started, whatever happens next
     wait_for_agent(url, agent_id, agent, since)
     if foreground:
