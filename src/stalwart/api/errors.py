@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class StalwartError(Exception):
     """Base of every error a user can see. `str(err)` is the one-line message."""
@@ -15,7 +17,7 @@ class StalwartError(Exception):
         self.message = message
         self.details = list(details or [])
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"error": {"kind": self.kind, "message": self.message, "details": self.details}}
 
     def full_message(self) -> str:
@@ -24,7 +26,7 @@ class StalwartError(Exception):
         return self.message + "\n" + "\n".join(f"  - {d}" for d in self.details)
 
     @staticmethod
-    def from_dict(status: int, body: dict) -> "StalwartError":
+    def from_dict(status: int, body: dict[str, Any]) -> "StalwartError":
         err = body.get("error") if isinstance(body, dict) else None
         if not isinstance(err, dict):
             return StalwartError(f"master answered HTTP {status}: {body!r}")
