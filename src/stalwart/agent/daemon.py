@@ -8,13 +8,13 @@ import socket
 import threading
 import time
 
-from stalwart.api.errors import InvalidStateError, MasterUnavailable, StalwartError
 from stalwart.agent.fencing import AgentLock, Lease, kill_recorded
 from stalwart.agent.log_buffer import DEFAULT_BLOCK_TIMEOUT, DEFAULT_MAX_BYTES
 from stalwart.agent.outbox import LogShipper, Outbox
 from stalwart.agent.process import TrialProcess
 from stalwart.agent.slots import threads_per_slot
 from stalwart.agent.workdirs import WorkDirSweeper
+from stalwart.api.errors import InvalidStateError, MasterUnavailable, StalwartError
 from stalwart.client import Client
 
 log = logging.getLogger("stalwart.agent")
@@ -61,7 +61,7 @@ class Agent:
             except MasterUnavailable as err:
                 log.warning("%s; retrying in %.1f s", err, delay)
                 self._stop.wait(delay)
-                delay = min(delay * 2, 5.0)
+                delay = min(delay * 2, 1.0)  # back as soon as the master is: its lease is running
                 continue
             except StalwartError as err:
                 if err.http_status < 500 and not isinstance(err, InvalidStateError):

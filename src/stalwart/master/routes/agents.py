@@ -11,7 +11,10 @@ from starlette.concurrency import run_in_threadpool
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.states import AllocationState as A
 from stalwart.db import tables as t
-from stalwart.master import agents, auth, containers, views
+from stalwart.master import views
+from stalwart.master.cluster import agents
+from stalwart.master.auth import tokens
+from stalwart.master.allocations import containers
 from stalwart.master.log_rows import body_rows
 from stalwart.master.logs import store_rows
 from stalwart.master.routes.common import agent_only, body, master
@@ -37,8 +40,9 @@ async def actions(request: Request, agent_id: str, timeout: float = 0,
     agents.touch(m, agent_id)
     out = agents.pending_actions(m, agent_id, set(known))
     if not out["start"] and not out["kill"] and timeout > 0:
-        # answer well within agent_timeout: each poll is the agent's heartbeat
-        await m.signals.wait(f"agent:{agent_id}", min(timeout, 60, m.settings.agent_timeout_s / 3))
+        # answer well within agent_timeout: each poll is the agent's heartbeat, and its lease (agent/fencing.py)
+        # must outlast a master restart counted from the last poll sent
+        await m.signals.wait(f"agent:{agent_id}", min(timeout, 60, m.settings.agent_timeout_s / 6))
         out = agents.pending_actions(m, agent_id, set(known))
     return out
 
@@ -101,10 +105,10 @@ async def task_logs(request: Request) -> dict:
     handler, holding up the loop: over a second measured); an agent's batch takes tens of ms to insert."""
     m = master(request)
     allocation_id = None
-    if request.headers.get(auth.ALLOCATION_HEADER):
-        allocation_id = auth.require_allocation(request, m.secret)
+    if request.headers.get(tokens.ALLOCATION_HEADER):
+        allocation_id = tokens.require_allocation(request, m.secret)
     else:
-        auth.require_cluster_token(request, m.cluster_token)
+        tokens.require_cluster_token(request, m.cluster_token)
     rows = await run_in_threadpool(_rows, await request.body())
     if m.db.is_sqlite:
         n = store_rows(m.db, rows, allocation_id)
