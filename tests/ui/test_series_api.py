@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from stalwart.context import pack_context
 from stalwart.db import tables as t
-from stalwart.master import experiments
+from stalwart.master.experiments import experiments
 from stalwart.master.app import create_app
 from stalwart.master.settings import MasterSettings
 

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from stalwart.api.errors import NotFoundError
 from stalwart.db import Database
 from stalwart.db import tables as t
-from stalwart.master import auth
+from stalwart.master.auth import tokens
 from stalwart.master.settings import MasterSettings
 
 
@@ -63,7 +63,7 @@ class Master:
     def _cluster_identity(self) -> tuple[str, str]:
         with self.db.begin() as conn:
             have = dict(conn.execute(sa.select(t.cluster_info.c.key, t.cluster_info.c.value)).all())
-            for key, make in (("cluster_id", new_id), ("secret", auth.new_secret), ("cluster_token", auth.new_secret)):
+            for key, make in (("cluster_id", new_id), ("secret", tokens.new_secret), ("cluster_token", tokens.new_secret)):
                 if key not in have:
                     conn.execute(t.cluster_info.insert().values(key=key, value=make()))
                     have[key] = conn.execute(
@@ -72,7 +72,7 @@ class Master:
         return have["cluster_id"], have["secret"]
 
     def allocation_token(self, allocation_id: str) -> str:
-        return auth.allocation_token(self.secret, allocation_id)
+        return tokens.allocation_token(self.secret, allocation_id)
 
     def wake_scheduler(self) -> None:
         self.signals.notify("scheduler")

@@ -12,7 +12,10 @@ from stalwart.api.errors import ConfigError, InvalidRequest
 from stalwart.config.master import parse_master_config
 from stalwart.context import pack_context
 from stalwart.db import tables as t
-from stalwart.master import agents, experiments, jobs, scheduling
+from stalwart.master.cluster import agents
+from stalwart.master.experiments import experiments
+from stalwart.master.scheduling import jobs
+from stalwart.master.scheduling import scheduling
 from stalwart.master.service import Master
 from stalwart.master.settings import MasterSettings
 

@@ -15,9 +15,11 @@ from stalwart.api.metric_values import encode, number
 from stalwart.config import load_experiment_config
 from stalwart.context import pack_context
 from stalwart.db import tables as t
-from stalwart.master import agents, experiments, scheduling
-from stalwart.master.intake import MetricsWriter, parse_reports
-from stalwart.master.metric_reports import MAX_DEPTH, MAX_METRICS, MAX_NAME, MAX_REPORTS
+from stalwart.master.cluster import agents
+from stalwart.master.experiments import experiments
+from stalwart.master.scheduling import scheduling
+from stalwart.master.experiments.intake import MetricsWriter, parse_reports
+from stalwart.master.experiments.metric_reports import MAX_DEPTH, MAX_METRICS, MAX_NAME, MAX_REPORTS
 from stalwart.master.service import Master
 from stalwart.master.settings import MasterSettings
 from stalwart.searcher._common import WORST, MetricReader

@@ -9,8 +9,12 @@ from stalwart.api.errors import ConfigError, InvalidStateError
 from stalwart.api.states import ExitReason
 from stalwart.context import pack_context
 from stalwart.db import tables as t
-from stalwart.master import agents, experiments, scheduling, searching, trials
-from stalwart.master.intake import MetricsWriter, parse_reports, register_checkpoint
+from stalwart.master.cluster import agents
+from stalwart.master.experiments import experiments
+from stalwart.master.scheduling import scheduling
+from stalwart.master.experiments import searching
+from stalwart.master.experiments import trials
+from stalwart.master.experiments.intake import MetricsWriter, parse_reports, register_checkpoint
 from stalwart.master.service import Master
 from stalwart.master.settings import MasterSettings
 

@@ -9,7 +9,8 @@ from fastapi import APIRouter, Request
 
 from stalwart.api.errors import ForbiddenError, NotFoundError
 from stalwart.db import tables as t
-from stalwart.master import agents, intake
+from stalwart.master.cluster import agents
+from stalwart.master.experiments import intake
 from stalwart.master.routes.common import agent_only, allocation_of, body
 
 router = APIRouter(prefix="/api/v1/allocations", tags=["allocations"])

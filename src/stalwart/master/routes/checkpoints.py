@@ -11,7 +11,8 @@ from fastapi.responses import Response
 
 from stalwart.api.errors import NotFoundError
 from stalwart.db import tables as t
-from stalwart.master import intake, views
+from stalwart.master import views
+from stalwart.master.experiments import intake
 from stalwart.master.routes.common import allocation_of, body, master
 from stalwart.storage import make_storage
 

@@ -7,7 +7,7 @@ import json
 from fastapi import Request
 
 from stalwart.api.errors import InvalidRequest
-from stalwart.master import auth
+from stalwart.master.auth import tokens
 from stalwart.master.service import Master
 
 
@@ -32,10 +32,10 @@ async def body(request: Request) -> dict:
 
 def agent_only(request: Request) -> Master:
     m = master(request)
-    auth.require_cluster_token(request, m.cluster_token)
+    tokens.require_cluster_token(request, m.cluster_token)
     return m
 
 
 def allocation_of(request: Request) -> tuple[Master, str]:
     m = master(request)
-    return m, auth.require_allocation(request, m.secret)
+    return m, tokens.require_allocation(request, m.secret)

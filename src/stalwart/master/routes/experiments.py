@@ -11,7 +11,9 @@ from fastapi import APIRouter, Request
 
 from stalwart.api.errors import InvalidRequest, NotFoundError
 from stalwart.db import tables as t
-from stalwart.master import experiments, fit, offload, views
+from stalwart.master import offload, views
+from stalwart.master.experiments import experiments
+from stalwart.master.scheduling import fit
 from stalwart.master.routes.common import body, master
 from stalwart.master.service import Master
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from stalwart.api.errors import InvalidRequest
-from stalwart.master import jobs
+from stalwart.master.scheduling import jobs
 from stalwart.master.routes.common import body, master
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])

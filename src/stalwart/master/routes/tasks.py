@@ -15,7 +15,9 @@ from fastapi.responses import StreamingResponse
 from stalwart.api.errors import InvalidRequest, NotFoundError
 from stalwart.api.states import AllocationState as A
 from stalwart.db import tables as t
-from stalwart.master import commands, jobs, offload
+from stalwart.master import offload
+from stalwart.master.tasks import commands
+from stalwart.master.scheduling import jobs
 from stalwart.master.routes.common import body, master
 from stalwart.master.service import Master
 

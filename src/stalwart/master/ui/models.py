@@ -11,7 +11,8 @@ from sqlalchemy.dialects import postgresql
 
 from stalwart.api.errors import ConfigError, InvalidRequest
 from stalwart.db import tables as t
-from stalwart.master import fit, views
+from stalwart.master import views
+from stalwart.master.scheduling import fit
 from stalwart.master.service import Master
 from stalwart.master.ui import metric_choice
 from stalwart.searcher.space import HParamSpace

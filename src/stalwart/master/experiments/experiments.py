@@ -13,7 +13,8 @@ from stalwart.config.experiment import load_experiment_config
 from stalwart.context import ArchiveLimits, check_entrypoint, validate_archive
 from stalwart.db import tables as t
 from stalwart.config import views
-from stalwart.master import jobs, searching
+from stalwart.master.scheduling import jobs
+from stalwart.master.experiments import searching
 from stalwart.master.service import Master, now
 
 
@@ -250,7 +251,7 @@ def maybe_finish(m: Master, conn, exp_id: int) -> None:
     _set_trials(conn, exp_id, open_states, S.CANCELED)
     _set_state(conn, exp_id, final)
     searching.forget(m, exp_id)
-    from stalwart.master import checkpoint_gc
+    from stalwart.master.experiments import checkpoint_gc
 
     checkpoint_gc.run_for_experiment(m, conn, exp_id)
 

@@ -10,7 +10,10 @@ import sqlalchemy as sa
 from stalwart.api.states import AllocationState as A, ExitReason, ExperimentState as S
 from stalwart.config import views
 from stalwart.db import tables as t
-from stalwart.master import containers, experiments, placing, trials
+from stalwart.master.allocations import containers
+from stalwart.master.experiments import experiments
+from stalwart.master.scheduling import placing
+from stalwart.master.experiments import trials
 from stalwart.master.service import Master, new_id, now
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,8 @@ import sqlalchemy as sa
 from stalwart.api.errors import ConfigError
 from stalwart.api.states import AllocationState, ExitReason, ExperimentState as S
 from stalwart.db import tables as t
-from stalwart.master import checkpoint_gc, custom_search
+from stalwart.master.experiments import checkpoint_gc
+from stalwart.master.experiments import custom_search
 from stalwart.searcher import Create, SearchMethod, Shutdown, Stop, TrialExit, make_search_method
 from stalwart.searcher.base import Pause, Resume
 from stalwart.master.service import Master, now
@@ -114,7 +115,7 @@ def load(m: Master, conn, exp_id: int) -> tuple[dict, SearchMethod]:
 
 def apply(m: Master, conn, exp_id: int, search: SearchMethod, actions: list) -> None:
     """Carry out actions in order; exits they cause at once (a stop before a start) feed back into the queue."""
-    from stalwart.master import experiments
+    from stalwart.master.experiments import experiments
 
     queue = deque(actions)
     while queue:
@@ -165,7 +166,7 @@ def _preempt_live(m: Master, conn, trial_id: int) -> bool:
 
     True if a started run is still to end.
     """
-    from stalwart.master.experiments import request_preemption
+    from stalwart.master.experiments.experiments import request_preemption
 
     live = conn.execute(
         sa.select(t.allocations.c.id, t.allocations.c.state).where(

@@ -15,7 +15,7 @@ from stalwart.config._schema import Field, Problems, any_map, check_section, int
 from stalwart.config import views
 from stalwart.context import ArchiveLimits, validate_archive
 from stalwart.db import tables as t
-from stalwart.master import jobs
+from stalwart.master.scheduling import jobs
 from stalwart.master.service import Master, new_id, now
 
 ACTIVE, COMPLETED, ERROR, CANCELED = "ACTIVE", "COMPLETED", "ERROR", "CANCELED"
@@ -108,7 +108,8 @@ def allocation_ended(m: Master, conn, alloc, exit_code: int | None, reason: Exit
 
 
 def kill(m: Master, cmd_id: int) -> None:
-    from stalwart.master import experiments, trials
+    from stalwart.master.experiments import experiments
+    from stalwart.master.experiments import trials
 
     with m.db.begin() as conn:
         cmd = Master.get_row(conn, t.commands, cmd_id, "command")
@@ -134,7 +135,7 @@ def view(cmd, alloc, pool: str | None) -> dict:
 
 
 def start_order(m: Master, conn, alloc, container: dict) -> dict:
-    from stalwart.master.agents import base_env
+    from stalwart.master.cluster.agents import base_env
 
     cmd = Master.get_row(conn, t.commands, alloc["command_id"], "command")
     cfg = cmd["config"]

@@ -10,7 +10,11 @@ from stalwart.api.errors import InvalidStateError
 from stalwart.api.states import AllocationState, ExitReason, ExperimentState as S
 from stalwart.config import views
 from stalwart.db import tables as t
-from stalwart.master import checkpoint_gc, commands, containers, experiments, searching
+from stalwart.master.experiments import checkpoint_gc
+from stalwart.master.tasks import commands
+from stalwart.master.allocations import containers
+from stalwart.master.experiments import experiments
+from stalwart.master.experiments import searching
 from stalwart.master.logs import master_line
 from stalwart.master.service import Master, now
 from stalwart.searcher import TrialExit

@@ -11,7 +11,9 @@ from stalwart.api.errors import InvalidRequest, InvalidStateError
 from stalwart.api.states import AllocationState as A, ExitReason
 from stalwart.config import views
 from stalwart.db import tables as t
-from stalwart.master import commands, containers, trials
+from stalwart.master.tasks import commands
+from stalwart.master.allocations import containers
+from stalwart.master.experiments import trials
 from stalwart.master import views as mviews
 from stalwart.master.service import Master, now
 
@@ -274,7 +276,7 @@ def mark_exited(m: Master, agent_id: str, allocation_id: str, exit_code: int | N
 def set_enabled(m: Master, agent_id: str, enabled: bool, drain: bool = False) -> dict:
     """Enable an agent, or disable it: with `drain` its tasks finish and nothing new starts there;
     without, its trials are preempted (they checkpoint and resume elsewhere) and its commands killed."""
-    from stalwart.master import experiments
+    from stalwart.master.experiments import experiments
 
     with m.db.begin() as conn:
         Master.get_row(conn, t.agents, agent_id, "agent")

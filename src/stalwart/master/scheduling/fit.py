@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from stalwart.api.states import ExperimentState
 from stalwart.config import views
 from stalwart.db import tables as t
-from stalwart.master.jobs import EXPERIMENT
+from stalwart.master.scheduling.jobs import EXPERIMENT
 from stalwart.scheduler.planner import impossible
 
 TERMINAL = {s.value for s in ExperimentState if s.terminal}

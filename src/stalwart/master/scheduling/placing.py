@@ -6,8 +6,9 @@ import sqlalchemy as sa
 
 from stalwart.api.states import AllocationState as A
 from stalwart.db import tables as t
-from stalwart.master import containers, experiments
-from stalwart.master.jobs import COMMAND, EXPERIMENT
+from stalwart.master.allocations import containers
+from stalwart.master.experiments import experiments
+from stalwart.master.scheduling.jobs import COMMAND, EXPERIMENT
 from stalwart.master.service import Master
 from stalwart.scheduler import AgentState, PoolPolicy, Request, schedule
 
