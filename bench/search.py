@@ -87,7 +87,6 @@ from lcbench import EPOCHS, OptunaPeer, RayAshaPeer, Surrogate, base_config
 from search_cost import cost_optuna, cost_ours, cost_report, fmt
 from stalwart.searcher import make_search_method, simulate
 
-
 # -- methods ------------------------------------------------------------------------------------------
 
 # our early-stopping variants: searcher name and the settings on top of `max_trials`, `max_concurrent_trials`

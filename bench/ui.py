@@ -99,8 +99,7 @@ def load_stalwart(db_url: str, trials: int, steps: int, long: int) -> dict:
     import sqlalchemy as sa
 
     from stalwart.config import load_experiment_config
-    from stalwart.db import Database
-    from stalwart.db import tables as t
+    from stalwart.db import Database, tables as t
 
     t_start = time.monotonic()
     text = CONFIG.format(trials=trials, steps=steps)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from rich.console import Console
-from rich.text import Text
 from rich.table import Table
+from rich.text import Text
 
 # markup is off: names, labels and log lines are user text and must print as they are
 # piped output (scripts, logs) gets a wide page instead of Rich's 80 columns

@@ -18,7 +18,18 @@ import yaml
 
 from stalwart.api.errors import ConfigError
 from stalwart.config._schema import (
-    Checker, Field, Problems, any_map, boolean, check_section, choice, integer, list_of, number, section, string,
+    Checker,
+    Field,
+    Problems,
+    any_map,
+    boolean,
+    check_section,
+    choice,
+    integer,
+    list_of,
+    number,
+    section,
+    string,
     type_name,
 )
 
@@ -139,7 +150,7 @@ class SchedulerConfig:
     default_priority: int = 42
 
     @staticmethod
-    def of(section_: dict | None) -> "SchedulerConfig":
+    def of(section_: dict | None) -> SchedulerConfig:
         if not section_:
             return SchedulerConfig()
         prio = section_.get("priority") or {}

@@ -24,7 +24,7 @@ import json
 import os
 import socket
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 
 from stalwart.harness.info import get_cluster_info
 

@@ -54,9 +54,16 @@ from typing import Any
 from stalwart.api.metric_values import NON_FINITE
 from stalwart.config.searcher_settings import CustomSettings
 from stalwart.searcher._common import MetricReader, SearchContext, clamp_progress
-from stalwart.searcher.base import Action, Pause, Resume, SearchMethod, Stop, TrialExit
-from stalwart.searcher.base import Create as CreateAction
-from stalwart.searcher.base import Shutdown as ShutdownAction
+from stalwart.searcher.base import (
+    Action,
+    Create as CreateAction,
+    Pause,
+    Resume,
+    SearchMethod,
+    Shutdown as ShutdownAction,
+    Stop,
+    TrialExit,
+)
 
 # -- the user-facing API (Determined 0.37's shapes) -----------------------------------------------
 
@@ -78,7 +85,7 @@ class Create(Operation):
         self.checkpoint = checkpoint
 
     @classmethod
-    def new(cls, hparams: dict, checkpoint: Any = None) -> "Create":
+    def new(cls, hparams: dict, checkpoint: Any = None) -> Create:
         """A Create with a fresh request id (uuid4 uses os.urandom: for user code only)."""
         return cls(uuid.uuid4(), hparams, checkpoint)
 

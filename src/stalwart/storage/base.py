@@ -7,7 +7,7 @@ import contextlib
 import os
 import pathlib
 import shutil
-from typing import Iterator
+from collections.abc import Iterator
 
 
 def directory_resources(path: str | os.PathLike) -> dict[str, int]:

@@ -6,7 +6,7 @@ import contextlib
 import os
 import pathlib
 import shutil
-from typing import Iterator
+from collections.abc import Iterator
 
 from stalwart.api.errors import InvalidRequest, NotFoundError
 from stalwart.storage.base import StorageManager, directory_resources
@@ -21,7 +21,7 @@ class SharedFSStorage(StorageManager):
         self.base = base
 
     @classmethod
-    def from_config(cls, cfg: dict) -> "SharedFSStorage":
+    def from_config(cls, cfg: dict) -> SharedFSStorage:
         return cls(cfg["host_path"], cfg.get("storage_path"))
 
     def _dir(self, storage_id: str) -> pathlib.Path:

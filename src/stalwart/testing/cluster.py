@@ -85,7 +85,7 @@ class LocalTestCluster:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
 
-    def start(self) -> "LocalTestCluster":
+    def start(self) -> LocalTestCluster:
         self.start_master()
         for i in range(self.n_agents):
             self.start_agent(i)
@@ -110,7 +110,7 @@ class LocalTestCluster:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
 
-    def __enter__(self) -> "LocalTestCluster":
+    def __enter__(self) -> LocalTestCluster:
         return self.start()
 
     def __exit__(self, *exc) -> None:

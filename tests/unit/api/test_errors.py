@@ -3,7 +3,12 @@
 import pytest
 
 from stalwart.api.errors import (
-    ConfigError, ContextError, InvalidStateError, MasterUnavailable, NotFoundError, StalwartError,
+    ConfigError,
+    ContextError,
+    InvalidStateError,
+    MasterUnavailable,
+    NotFoundError,
+    StalwartError,
 )
 
 

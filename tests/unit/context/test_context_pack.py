@@ -16,10 +16,10 @@ from stalwart.context import (
     ContextFile,
     check_context_size,
     collect_files,
+    pack as pack_module,
     pack_context,
     safe_extract,
 )
-from stalwart.context import pack as pack_module
 
 MIB = 1024 * 1024
 

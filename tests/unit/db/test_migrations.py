@@ -6,8 +6,7 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from stalwart.db import Database
-from stalwart.db import tables as t
+from stalwart.db import Database, tables as t
 
 
 def _diff(url: str) -> list:

@@ -9,8 +9,8 @@ import torch
 
 from stalwart import pytorch
 from stalwart.config import Length
-from stalwart.harness.pytorch._units import from_length
 from stalwart.harness.pytorch._trainer import legacy_max_length
+from stalwart.harness.pytorch._units import from_length
 
 DATA = torch.utils.data.TensorDataset(torch.arange(10))
 

@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
-from stalwart import pytorch
 from pt_trials import HPARAMS, DigitsTrial, Recorder, params_of
+from stalwart import pytorch
 
 SEED = {"reproducibility": {"experiment_seed": 11}}
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-
 import sys
 
 import pytest
 import torch
 
-from stalwart import pytorch
 from pt_trials import HPARAMS, DigitsTrial, Recorder, digits, params_of
+from stalwart import pytorch
 
 SEED = {"reproducibility": {"experiment_seed": 3}}
 SEARCHER = {"searcher": {"name": "single", "metric": "validation_loss", "smaller_is_better": True}}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stalwart.scheduler import AgentState, PoolPolicy, Request, schedule
 from sched_sim import Sim
+from stalwart.scheduler import AgentState, PoolPolicy, Request, schedule
 
 PREEMPTIVE = PoolPolicy(type="priority", preemption=True)
 FAIR = PoolPolicy(type="fair_share")

@@ -138,7 +138,7 @@ class Driver:
         self.event("validation", rid, metrics, trial["step"])
         return True
 
-    def run(self, max_steps: int = 5000) -> "Driver":
+    def run(self, max_steps: int = 5000) -> Driver:
         for _ in range(max_steps):
             if not self.step():
                 break

@@ -1,8 +1,8 @@
 """Stop-based ASHA (async_halving, adaptive_asha): §3's formulas, by hand-computed cases."""
 
 import pytest
-from searcher_helpers import build, expand
 
+from searcher_helpers import build, expand
 from stalwart.config import searcher_settings
 from stalwart.searcher import Create, Shutdown, Stop, TrialExit
 from stalwart.searcher._common import WORST, floor_log, rung_units

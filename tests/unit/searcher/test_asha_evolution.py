@@ -5,11 +5,10 @@ import random
 import statistics
 
 import pytest
-from searcher_helpers import TOY_HP, build, expand, objective, run_search
 
+from searcher_helpers import TOY_HP, build, expand, objective, run_search
 from stalwart.api.errors import ConfigError
-from stalwart.searcher import Create
-from stalwart.searcher import evolution_sampler as evo
+from stalwart.searcher import Create, evolution_sampler as evo
 from stalwart.searcher.evolution_sampler import EvolutionModel
 from stalwart.searcher.space import HParamSpace
 

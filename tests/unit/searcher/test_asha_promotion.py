@@ -1,7 +1,6 @@
 """Promotion-based ASHA (asha_promotion, or stop_once: false): pauses, promotions, close-out."""
 
 from searcher_helpers import Driver, build, expand
-
 from stalwart.searcher import Create, Pause, Resume, Shutdown, Stop, TrialExit
 from stalwart.searcher.asha import Bracket
 from stalwart.searcher.asha_promotion import PromotionBracket

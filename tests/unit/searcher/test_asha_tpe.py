@@ -3,9 +3,8 @@
 import statistics
 
 import pytest
-from searcher_helpers import TOY_HP as HP
-from searcher_helpers import build, expand, objective, run_search
 
+from searcher_helpers import TOY_HP as HP, build, expand, objective, run_search
 from stalwart.api.errors import ConfigError
 from stalwart.searcher import Create, Stop, TrialExit
 

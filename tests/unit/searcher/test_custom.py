@@ -4,19 +4,19 @@ import pathlib
 import uuid
 
 import pytest
-from searcher_helpers import expand, roundtrip
 
+from searcher_helpers import expand, roundtrip
 from stalwart.searcher import Create, Pause, Resume, Shutdown, Stop, TrialExit, make_search_method
 from stalwart.searcher.custom import (
     Close,
+    Create as UserCreate,
     CustomSearch,
     ExitedReason,
     Progress,
+    Shutdown as UserShutdown,
     UserSearchMethod,
     ValidateAfter,
 )
-from stalwart.searcher.custom import Create as UserCreate
-from stalwart.searcher.custom import Shutdown as UserShutdown
 
 CONFIG = expand({"searcher": {"name": "custom", "metric": "loss", "unit": "batches"}})
 

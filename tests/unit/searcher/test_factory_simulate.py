@@ -3,8 +3,8 @@
 import copy
 
 import pytest
-from searcher_helpers import BASE, build, expand
 
+from searcher_helpers import BASE, build, expand
 from stalwart.api.errors import ConfigError
 from stalwart.config import load_experiment_config
 from stalwart.searcher import SimulatedExit, TrialExit, make_search_method, preview, simulate

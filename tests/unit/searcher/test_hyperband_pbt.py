@@ -1,8 +1,8 @@
 """hyperband (Li et al. brackets, synchronous halving) and pbt (exploit and explore)."""
 
 import pytest
-from searcher_helpers import Driver, build, expand
 
+from searcher_helpers import Driver, build, expand
 from stalwart.searcher import Create, Pause, Resume, Shutdown, Stop, TrialExit
 from stalwart.searcher.hyperband import hyperband_plan
 

@@ -3,8 +3,8 @@
 import builtins
 
 import pytest
-from searcher_helpers import build, expand, replay, roundtrip
 
+from searcher_helpers import build, expand, replay, roundtrip
 from stalwart.api.errors import ConfigError
 from stalwart.searcher import Create, Shutdown, TrialExit
 from stalwart.searcher.optuna_search import OptunaSearch

@@ -1,7 +1,6 @@
 """random and grid: concurrency, INVALID_HP replacement, grid order, shutdown, progress."""
 
 from searcher_helpers import build, expand
-
 from stalwart.searcher import Create, Shutdown, TrialExit
 from stalwart.searcher.space import HParamSpace
 

@@ -9,8 +9,8 @@ both the same actions.
 import json
 
 import pytest
-from searcher_helpers import Driver, build, expand, replay, roundtrip
 
+from searcher_helpers import Driver, build, expand, replay, roundtrip
 from stalwart.searcher import Create
 
 HP = {

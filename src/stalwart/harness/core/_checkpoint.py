@@ -8,7 +8,8 @@ import json
 import pathlib
 import shutil
 import uuid
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from stalwart.client import Client
 from stalwart.harness.core._distributed import DistributedContext

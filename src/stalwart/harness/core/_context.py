@@ -33,7 +33,7 @@ class Context:
         self.searcher = searcher
         self.info = info
 
-    def __enter__(self) -> "Context":
+    def __enter__(self) -> Context:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:

@@ -53,7 +53,7 @@ class DistributedContext:
                                                      local_size)
 
     @classmethod
-    def from_torch_distributed(cls, chief_ip: str | None = None) -> "DistributedContext":
+    def from_torch_distributed(cls, chief_ip: str | None = None) -> DistributedContext:
         """Ranks from the environment torchrun gives each worker (RANK, WORLD_SIZE, LOCAL_RANK, ...).
 
         Under torchrun (and so under `determined.launch.torch_distributed`) the collectives use the

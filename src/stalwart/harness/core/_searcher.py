@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Iterator
+from collections.abc import Iterator
 
 from stalwart.client import Client
 from stalwart.harness.core._distributed import DistributedContext
@@ -21,7 +21,7 @@ class SearcherMode(enum.Enum):
 
 
 class SearcherOperation:
-    def __init__(self, context: "SearcherContext", length: int) -> None:
+    def __init__(self, context: SearcherContext, length: int) -> None:
         self._context = context
         self.length = length
         self._completed = False

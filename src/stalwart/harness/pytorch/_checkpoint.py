@@ -11,7 +11,8 @@ import pathlib
 import pickle
 import random
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -42,7 +43,7 @@ class TrialState:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, raw: dict) -> "TrialState":
+    def from_dict(cls, raw: dict) -> TrialState:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in raw.items() if k in names})
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import pathlib
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 
@@ -34,7 +35,7 @@ def _batch_sizes(hparams: dict | None, slots: int) -> tuple[int | None, int | No
 class _Experimental:
     """`context.experimental`: switches for automatic mixed precision and the data checks."""
 
-    def __init__(self, context: "PyTorchTrialContext") -> None:
+    def __init__(self, context: PyTorchTrialContext) -> None:
         self._context = context
         self._auto_amp = False
         self._auto_to_device = True

@@ -8,7 +8,8 @@ import inspect
 import logging
 import sys
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 

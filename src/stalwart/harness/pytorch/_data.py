@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import math
 import random
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -41,7 +42,7 @@ class _BatchPlan:
     user's sampler or batch_sampler is replayed epoch by epoch, in order.
     """
 
-    def __init__(self, loader: "DataLoader", seed: int) -> None:
+    def __init__(self, loader: DataLoader, seed: int) -> None:
         self.seed = seed
         self._loader = loader
         self._n = len(loader.dataset) if loader._user_sampler is None and loader._user_batch_sampler is None else None

@@ -15,7 +15,7 @@ class LRScheduler:
         MANUAL_STEP = 3
         STEP_EVERY_OPTIMIZER_STEP = 4
 
-    def __init__(self, scheduler: Any, step_mode: "LRScheduler.StepMode", frequency: int = 1) -> None:
+    def __init__(self, scheduler: Any, step_mode: LRScheduler.StepMode, frequency: int = 1) -> None:
         if not isinstance(step_mode, LRScheduler.StepMode):
             raise TypeError(f"step_mode must be an LRScheduler.StepMode, got {step_mode!r}")
         if not isinstance(frequency, int) or frequency < 1:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import abc
 import enum
 import itertools
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 import torch

@@ -6,7 +6,8 @@ import contextlib
 import logging
 import os
 import random
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import torch

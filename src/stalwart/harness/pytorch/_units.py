@@ -40,7 +40,7 @@ class Batch(TrainUnit):
     """A number of batches, e.g. `Batch(100)`: every 100 batches, or 100 batches long."""
 
     @staticmethod
-    def _from_records(records: int, global_batch_size: int) -> "Batch":
+    def _from_records(records: int, global_batch_size: int) -> Batch:
         return Batch(max(records // global_batch_size, 1))
 
 

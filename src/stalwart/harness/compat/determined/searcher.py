@@ -15,9 +15,9 @@ from stalwart.searcher.custom import (
     Progress,
     SearcherState,
     Shutdown,
+    UserSearchMethod as SearchMethod,
     ValidateAfter,
 )
-from stalwart.searcher.custom import UserSearchMethod as SearchMethod
 
 _RUNNERS = {"LocalSearchRunner", "RemoteSearchRunner", "SearchRunner"}
 
