@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
+from typing import Any
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024  # of line text, per allocation
 DEFAULT_BLOCK_TIMEOUT = 30.0  # seconds a full buffer may hold a trial's output before lines are dropped
@@ -12,6 +14,8 @@ DEFAULT_BLOCK_TIMEOUT = 30.0  # seconds a full buffer may hold a trial's output 
 # What lines of one stream share: each line in the buffer is (meta, timestamp, text, size) with `meta` one of
 # these dicts, shared by every line of that stream (so a line costs a tuple, and the shipper sends runs).
 META_KEYS = ("allocation_id", "trial_id", "agent_id", "rank_id", "stdtype", "source", "level")
+Meta = dict[str, Any]
+Line = tuple[Meta, float, str, int]  # (meta, timestamp, text, size counted against the bound)
 
 
 class _Allocation:
@@ -20,7 +24,7 @@ class _Allocation:
     def __init__(self) -> None:
         self.bytes = 0  # text of this allocation's lines in the buffer (a newline counted for each)
         self.dropped = 0  # lines dropped since the last marker; while > 0, new lines are dropped at once
-        self.first_dropped: tuple | None = None  # (meta, timestamp) of the first of them, for the marker
+        self.first_dropped: tuple[Meta, float] | None = None  # (meta, timestamp) of the first of them, for the marker
 
 
 class LogBuffer:
@@ -30,7 +34,7 @@ class LogBuffer:
     them, `ack`s exactly those: nothing else ever removes a line."""
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES, block_timeout: float = DEFAULT_BLOCK_TIMEOUT,
-                 on_full=None) -> None:
+                 on_full: Callable[[], object] | None = None) -> None:
         if max_bytes <= 0:
             raise ValueError(f"max_bytes: expected a positive number of bytes, got {max_bytes}")
         if block_timeout < 0:
@@ -38,20 +42,20 @@ class LogBuffer:
         self.max_bytes = max_bytes
         self.block_timeout = block_timeout
         self._on_full = on_full  # called (without the lock) when an add has to wait: wake the consumer
-        self._lines: deque = deque()
-        self._allocs: dict = {}
+        self._lines: deque[Line] = deque()
+        self._allocs: dict[str | None, _Allocation] = {}
         self._cv = threading.Condition()
 
     @staticmethod
-    def meta(entry: dict) -> dict:
+    def meta(entry: dict[str, Any]) -> Meta:
         """The shared part of a line given as one dict ({log, timestamp, allocation_id, ...})."""
         return {k: entry.get(k) for k in META_KEYS}
 
-    def add(self, entry: dict) -> bool:
+    def add(self, entry: dict[str, Any]) -> bool:
         """Append one line given as a dict; False if it was dropped."""
         return self.add_lines(self.meta(entry), [(entry.get("timestamp") or time.time(), entry.get("log") or "")]) == 1
 
-    def add_lines(self, meta: dict, lines: list[tuple[float, str]]) -> int:
+    def add_lines(self, meta: Meta, lines: list[tuple[float, str]]) -> int:
         """Append (timestamp, text) lines sharing `meta`, in order; returns how many were kept. Blocks while
         their allocation's share is full; once it has been full for `block_timeout`, drops them."""
         key = meta.get("allocation_id")
@@ -88,16 +92,16 @@ class LogBuffer:
                         kept += 1
         return kept
 
-    def _state(self, key) -> _Allocation:
+    def _state(self, key: str | None) -> _Allocation:
         st = self._allocs.get(key)
         if st is None:
             st = self._allocs[key] = _Allocation()
         return st
 
-    def take(self, max_lines: int, max_bytes: int) -> list[tuple]:
+    def take(self, max_lines: int, max_bytes: int) -> list[Line]:
         """The oldest lines, (meta, timestamp, text, size) each: at least one if any, at most `max_lines` and
         about `max_bytes` of text. They stay in the buffer until acked."""
-        batch: list[tuple] = []
+        batch: list[Line] = []
         total = 0
         with self._cv:
             for line in self._lines:
@@ -107,7 +111,7 @@ class LogBuffer:
                 batch.append(line)
         return batch
 
-    def ack(self, batch: list[tuple]) -> None:
+    def ack(self, batch: list[Line]) -> None:
         """The master has stored `batch` (what `take` returned): remove exactly those lines, then put a marker
         after them for every allocation that dropped lines while it was full."""
         with self._cv:
@@ -118,6 +122,7 @@ class LogBuffer:
                 self._allocs[line[0].get("allocation_id")].bytes -= line[3]
             for key, st in list(self._allocs.items()):
                 if st.dropped and st.bytes < self.max_bytes:
+                    assert st.first_dropped is not None  # set with the first drop
                     meta, ts = st.first_dropped
                     text = f"{st.dropped} lines dropped"
                     marker = {**meta, "rank_id": None, "stdtype": "stdout", "source": "agent", "level": "WARNING"}
@@ -133,7 +138,7 @@ class LogBuffer:
         with self._cv:
             return len(self._lines) + sum(1 for st in self._allocs.values() if st.dropped)
 
-    def buffered_bytes(self, allocation_id) -> int:
+    def buffered_bytes(self, allocation_id: str | None) -> int:
         with self._cv:
             st = self._allocs.get(allocation_id)
             return st.bytes if st else 0

@@ -6,8 +6,9 @@ import logging
 import threading
 import time
 from collections import deque
+from typing import Any
 
-from stalwart.agent.log_buffer import DEFAULT_BLOCK_TIMEOUT, DEFAULT_MAX_BYTES, LogBuffer
+from stalwart.agent.log_buffer import DEFAULT_BLOCK_TIMEOUT, DEFAULT_MAX_BYTES, Line, LogBuffer, Meta
 from stalwart.api.errors import MasterUnavailable, StalwartError
 from stalwart.client import Client
 
@@ -19,12 +20,12 @@ BATCH_LINES = 5_000
 BATCH_BYTES = 1024 * 1024
 
 
-def runs_of(batch: list[tuple]) -> list[dict]:
+def runs_of(batch: list[Line]) -> list[dict[str, Any]]:
     """Buffered lines as the master takes them: runs of consecutive lines sharing their fields (a stream),
     each {allocation_id, trial_id, ..., lines: [[timestamp, text], ...]}, in the order the lines came."""
-    runs: list[dict] = []
+    runs: list[dict[str, Any]] = []
     current = None
-    lines: list = []
+    lines: list[tuple[float, str]] = []
     for meta, ts, text, _size in batch:
         if meta is not current:
             current, lines = meta, []
@@ -49,11 +50,11 @@ class LogShipper(threading.Thread):
         self._wake = threading.Event()
         self.buffer = LogBuffer(max_bytes, block_timeout, on_full=self._wake.set)
 
-    def add(self, entry: dict) -> bool:
+    def add(self, entry: dict[str, Any]) -> bool:
         """Queue one line given as a dict (blocks while its allocation's buffer is full); False if dropped."""
         return self.buffer.add(entry)
 
-    def add_lines(self, meta: dict, lines: list[tuple[float, str]]) -> int:
+    def add_lines(self, meta: Meta, lines: list[tuple[float, str]]) -> int:
         """Queue (timestamp, text) lines of one stream (`meta`: see log_buffer.META_KEYS); how many were kept."""
         return self.buffer.add_lines(meta, lines)
 

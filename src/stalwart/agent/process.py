@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import pathlib
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 from stalwart.agent.fencing import FENCE_FD_ENV, ProcessRecord
 from stalwart.context import safe_extract
@@ -95,14 +97,14 @@ class TrialProcess:
         threading.Thread(target=self._wait, args=(readers,), daemon=True).start()
         return self.proc.pid
 
-    def _pump(self, stream, stdtype: str) -> None:
+    def _pump(self, stream: io.BufferedReader, stdtype: str) -> None:
         """Read the stream in blocks of whatever has arrived and hand its whole lines, in order, to
         `on_line(meta, [(timestamp, text), ...])` (one call per run of lines of one rank). That call blocks
         while the agent's log buffer for this allocation is full: the trial's writes then block too
         (back-pressure), rather than lines being lost."""
-        metas: dict = {}
+        metas: dict[int | None, dict[str, Any]] = {}
 
-        def meta(rank):
+        def meta(rank: int | None) -> dict[str, Any]:
             if rank not in metas:
                 metas[rank] = {"allocation_id": self.allocation_id, "trial_id": self.order.get("trial_id"),
                                "agent_id": self.agent_id, "rank_id": rank, "stdtype": stdtype, "source": "task",
@@ -111,7 +113,8 @@ class TrialProcess:
 
         def emit(text: str) -> None:
             now = time.time()
-            current, run = None, []
+            current: int | None = None
+            run: list[tuple[float, str]] = []
             for line in text.split("\n"):
                 rank = None
                 if line.startswith("[rank=") and "]" in line:

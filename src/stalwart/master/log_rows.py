@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 from stalwart.api.errors import InvalidRequest
 
@@ -20,6 +21,8 @@ _KIND_NAMES = {(str,): "a string", (int,): f"an integer in {_INT32[0]}..{_INT32[
 _NONE = type(None)
 _S, _I, _N = {str, _NONE}, {int, _NONE}, {int, float, _NONE}  # exact types: a bool is no number here
 _NUMBER = {int, float}
+# one task_logs row, in COLUMNS order
+Row = tuple[int | None, str | None, str | None, int | None, float, str, str, str, str]
 _RUN_EXAMPLE = '{"allocation_id": "...", "stdtype": "stdout", "lines": [[1700000000.5, "text"]]}'
 
 
@@ -29,7 +32,7 @@ def level_of(line: str, default: str) -> str:
     return m.group(1).upper() if m else default
 
 
-def _timestamp(value) -> float | None:
+def _timestamp(value: Any) -> float | None:
     """A finite float, or None."""
     try:
         value = float(value)
@@ -38,7 +41,7 @@ def _timestamp(value) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _problem(where: str, e, example: str = '{"log": "text", "timestamp": 1.5}') -> InvalidRequest | None:
+def _problem(where: str, e: Any, example: str = '{"log": "text", "timestamp": 1.5}') -> InvalidRequest | None:
     """The first thing wrong with the entry (or run) at `where`, or None."""
     if not isinstance(e, dict):
         return InvalidRequest(f"{where}: expected an object such as {example}")
@@ -63,17 +66,17 @@ def _text(value: str) -> str:
     return value
 
 
-def log_rows(entries, stamp: float) -> list[tuple]:
+def log_rows(entries: Any, stamp: float) -> list[Row]:
     """Rows (in `COLUMNS` order) of a `logs` list: one object per line {log, timestamp, stdtype, level, source,
     agent_id, allocation_id, trial_id, rank_id}, each field optional; `stamp` is the time for lines without one."""
     if not isinstance(entries, list):
         raise InvalidRequest("logs: expected a list of log entries ({log, timestamp, stdtype, ...})")
-    rows = []
+    rows: list[Row] = []
     append = rows.append
     lo, hi = _INT32
     for i, e in enumerate(entries):
         if type(e) is not dict:
-            raise _problem(f"logs[{i}]", e)
+            raise _problem(f"logs[{i}]", e) or InvalidRequest(f"logs[{i}]: expected an object")
         get = e.get
         text, stdtype, level, source = get("log"), get("stdtype"), get("level"), get("source")
         agent, alloc, trial, rank, ts = (get("agent_id"), get("allocation_id"), get("trial_id"), get("rank_id"),
@@ -92,12 +95,12 @@ def log_rows(entries, stamp: float) -> list[tuple]:
     return rows
 
 
-def run_rows(runs) -> list[tuple]:
+def run_rows(runs: Any) -> list[Row]:
     """Rows of `runs` (what agents send: consecutive lines of one stream, {allocation_id, trial_id, agent_id,
     rank_id, stdtype, source, level, lines: [[timestamp, text], ...]}), in order."""
     if not isinstance(runs, list):
         raise InvalidRequest(f"runs: expected a list of runs of lines such as {_RUN_EXAMPLE}")
-    rows = []
+    rows: list[Row] = []
     append = rows.append
     isfinite = math.isfinite
     for i, r in enumerate(runs):
@@ -121,7 +124,7 @@ def run_rows(runs) -> list[tuple]:
     return rows
 
 
-def body_rows(data: dict, stamp: float) -> list[tuple]:
+def body_rows(data: dict[str, Any], stamp: float) -> list[Row]:
     """The rows of a POST to /task/logs: its `logs` (one object per line) and its `runs` (agents), in that order."""
     if data.get("logs") is None and data.get("runs") is None:
         raise InvalidRequest(f"logs: expected a list of log entries ({{log, timestamp, stdtype, ...}}), or runs: "

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 
 from stalwart.db import tables as t
-from stalwart.master.log_rows import COLUMNS, body_rows, log_rows
+from stalwart.db.engine import Database
+from stalwart.master.log_rows import COLUMNS, Row, body_rows, log_rows
 from stalwart.master.service import now
 
 
-def insert_rows(conn, rows: list[tuple]) -> int:
+def insert_rows(conn: sa.Connection, rows: list[Row]) -> int:
     """Insert rows (from `log_rows`), in order, in the caller's transaction: PostgreSQL, one COPY; SQLite, one
     executemany of plain tuples (no per-row SQLAlchemy work). Returns how many."""
     if not rows:
@@ -26,16 +29,16 @@ def insert_rows(conn, rows: list[tuple]) -> int:
         conn.exec_driver_sql(
             f"INSERT INTO task_logs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", rows)
     else:
-        conn.execute(t.task_logs.insert(), [dict(zip(COLUMNS, row)) for row in rows])
+        conn.execute(t.task_logs.insert(), [dict(zip(COLUMNS, row, strict=True)) for row in rows])
     return len(rows)
 
 
-def insert_logs(conn, entries: list[dict]) -> int:
+def insert_logs(conn: sa.Connection, entries: list[dict[str, Any]]) -> int:
     """Check and insert a batch of log entries in the caller's transaction; return how many were stored."""
     return insert_rows(conn, log_rows(entries, now()))
 
 
-def store_rows(db, rows: list[tuple], allocation_id: str | None = None) -> int:
+def store_rows(db: Database, rows: list[Row], allocation_id: str | None = None) -> int:
     """Store checked rows (`log_rows` / `body_rows`) in one transaction of their own. With `allocation_id` (a
     trial posting its own lines) every line is filed under that allocation and its trial."""
     with db.begin() as conn:
@@ -46,12 +49,13 @@ def store_rows(db, rows: list[tuple], allocation_id: str | None = None) -> int:
         return insert_rows(conn, rows)
 
 
-def store_batch(db, data: dict, allocation_id: str | None = None) -> int:
+def store_batch(db: Database, data: dict[str, Any], allocation_id: str | None = None) -> int:
     """Check and store the lines of one POST to /task/logs (`body_rows`) in one transaction."""
     return store_rows(db, body_rows(data, now()), allocation_id)
 
 
-def master_line(conn, trial_id: int, text: str, level: str = "INFO", allocation_id: str | None = None) -> None:
+def master_line(conn: sa.Connection, trial_id: int, text: str, level: str = "INFO",
+                allocation_id: str | None = None) -> None:
     """A line the master itself adds to a trial's log (restarts, preemptions, errors)."""
     insert_logs(
         conn,
@@ -60,7 +64,7 @@ def master_line(conn, trial_id: int, text: str, level: str = "INFO", allocation_
     )
 
 
-def read_logs(conn, trial_id: int, after_id: int, limit: int = 5000) -> list[dict]:
+def read_logs(conn: sa.Connection, trial_id: int, after_id: int, limit: int = 5000) -> list[dict[str, Any]]:
     """A trial's stored lines after `after_id`, oldest first, at most `limit` (plain rows zipped with the column
     names: a million lines read back in seconds)."""
     q = (
@@ -70,7 +74,7 @@ def read_logs(conn, trial_id: int, after_id: int, limit: int = 5000) -> list[dic
         .limit(limit)
     )
     keys = _READ_KEYS
-    return [dict(zip(keys, row)) for row in conn.execute(q).all()]
+    return [dict(zip(keys, row, strict=True)) for row in conn.execute(q).all()]
 
 
 _READ_KEYS = tuple(c.name for c in t.task_logs.columns)
