@@ -12,6 +12,7 @@ from stalwart.api.errors import ConfigError, InvalidRequest
 from stalwart.config.master import parse_master_config
 from stalwart.context import pack_context
 from stalwart.db import tables as t
+from stalwart.master.allocations import lifecycle
 from stalwart.master.cluster import agents
 from stalwart.master.experiments import experiments
 from stalwart.master.scheduling import jobs
@@ -80,15 +81,15 @@ def test_gang_over_two_agents_gets_ranks_and_runs_only_when_both_started(tmp_pat
         assert env["STALWART_RENDEZVOUS_PORT"] == str(alloc["rendezvous_port"])
         assert info["container_rank"] == rank and info["slot_ids"] == [0] and info["agent_id"] == a
         assert orders[a]["allocation_id"] == alloc["id"]
-    agents.mark_started(m, "a0", alloc["id"], 11)
+    lifecycle.mark_started(m, "a0", alloc["id"], 11)
     assert _allocs(m)[0]["state"] == "ASSIGNED"  # not until every container runs
-    agents.mark_started(m, "a1", alloc["id"], 12)
+    lifecycle.mark_started(m, "a1", alloc["id"], 12)
     assert _allocs(m)[0]["state"] == "RUNNING" and _allocs(m)[0]["pid"] == 11
 
-    agents.mark_exited(m, "a1", alloc["id"], 1)  # one worker dies: the chief is told to die
+    lifecycle.mark_exited(m, "a1", alloc["id"], 1)  # one worker dies: the chief is told to die
     assert agents.pending_actions(m, "a0") == {"start": [], "kill": [alloc["id"]]}
     assert _allocs(m)[0]["state"] == "RUNNING"
-    agents.mark_exited(m, "a0", alloc["id"], -9)
+    lifecycle.mark_exited(m, "a0", alloc["id"], -9)
     ended = _allocs(m)[0]
     assert ended["state"] == "TERMINATED" and ended["exit_code"] == 1 and ended["exit_reason"] == "EXITED"
     assert _trial(m, exp)["restarts"] == 1  # one failure for the gang
@@ -101,13 +102,13 @@ def test_preemption_timeout_kills_and_requeues_without_counting_a_restart(tmp_pa
     exp = _create(m, archive, timeout=0)
     scheduling.tick(m)
     [alloc] = _allocs(m)
-    agents.mark_started(m, "a0", alloc["id"], 5)
+    lifecycle.mark_started(m, "a0", alloc["id"], 5)
     with m.db.begin() as conn:
-        experiments.request_preemption(m, conn, alloc["id"])
+        lifecycle.request_preemption(m, conn, alloc["id"])
         conn.execute(t.allocations.update().values(preempt_at=1.0))
     scheduling.tick(m)
     assert agents.pending_actions(m, "a0")["kill"] == [alloc["id"]]
-    agents.mark_exited(m, "a0", alloc["id"], -9)
+    lifecycle.mark_exited(m, "a0", alloc["id"], -9)
     assert _allocs(m)[0]["exit_reason"] == "PREEMPTED"
     trial = _trial(m, exp)
     assert trial["state"] == "ACTIVE" and trial["restarts"] == 0
@@ -128,7 +129,7 @@ def test_priority_preemption_from_the_master_config_and_draining(tmp_path, archi
     assert [j["entity_id"] for j in jobs.list_jobs(m)] == [high, low]
 
     agents.set_enabled(m, "a0", False, drain=True)
-    agents.mark_exited(m, "a0", low_alloc["id"], 0)  # it checkpointed and left
+    lifecycle.mark_exited(m, "a0", low_alloc["id"], 0)  # it checkpointed and left
     scheduling.tick(m)
     assert all(a["state"] in ("PENDING", "TERMINATED") for a in _allocs(m))  # draining: nothing new starts
     agents.set_enabled(m, "a0", True)
@@ -192,7 +193,7 @@ def test_fair_share_pool_splits_slots_by_demand_then_by_weight_on_the_next_pass(
     leaving = [a for a in _allocs(m) if a["preempt_requested"]]
     assert len(leaving) == 2
     for a in leaving:
-        agents.mark_exited(m, "a0", a["id"], 0)  # as if they checkpointed and left
+        lifecycle.mark_exited(m, "a0", a["id"], 0)  # as if they checkpointed and left
     scheduling.tick(m)
     assert held() == {small: 4, large: 4}
     m.db.dispose()

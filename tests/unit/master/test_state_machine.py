@@ -9,11 +9,11 @@ from stalwart.api.errors import ConfigError, InvalidStateError
 from stalwart.api.states import ExitReason
 from stalwart.context import pack_context
 from stalwart.db import tables as t
+from stalwart.master.allocations import lifecycle
 from stalwart.master.cluster import agents
 from stalwart.master.experiments import experiments
 from stalwart.master.scheduling import scheduling
 from stalwart.master.experiments import searching
-from stalwart.master.experiments import trials
 from stalwart.master.experiments.intake import MetricsWriter, parse_reports, register_checkpoint
 from stalwart.master.service import Master
 from stalwart.master.settings import MasterSettings
@@ -67,7 +67,7 @@ def _live_alloc(m):
 
 def _exit(m, alloc, code, reason=ExitReason.EXITED):
     with m.db.begin() as conn:
-        trials.allocation_exited(m, conn, alloc["id"], code, reason)
+        lifecycle.allocation_exited(m, conn, alloc["id"], code, reason)
 
 
 def test_create_schedules_one_allocation_on_the_agent(m, ctx_archive, tmp_path):

@@ -1,20 +1,14 @@
-"""Agent sessions: registration and reconciliation, the action long-poll, and what a start order holds."""
+"""Agent sessions: registration and reconciliation with what the agent runs, the action long-poll, enable/disable."""
 
 from __future__ import annotations
-
-import json
-import urllib.parse
 
 import sqlalchemy as sa
 
 from stalwart.api.errors import InvalidRequest, InvalidStateError
-from stalwart.api.states import AllocationState as A, ExitReason
-from stalwart.config import views
+from stalwart.api.states import AllocationState as A
 from stalwart.db import tables as t
-from stalwart.master.tasks import commands
-from stalwart.master.allocations import containers
-from stalwart.master.experiments import trials
 from stalwart.master import views as mviews
+from stalwart.master.allocations import containers, lifecycle
 from stalwart.master.service import Master, now
 
 
@@ -53,12 +47,12 @@ def register(m: Master, body: dict, peer: str | None = None) -> dict:
         for c in ours:
             alloc_id = c["allocation_id"]
             if c["state"] in (A.RUNNING.value, containers.KILLING) and alloc_id not in running:
-                containers.set_state(conn, alloc_id, agent_id, A.TERMINATED.value)
                 if c["state"] == A.RUNNING.value:
-                    containers.kill_others(m, conn, alloc_id, agent_id)
-                    trials.allocation_exited(m, conn, alloc_id, None, ExitReason.AGENT_LOST)
+                    lifecycle.lose_container(m, conn, alloc_id, agent_id)
+                else:
+                    containers.set_state(conn, alloc_id, agent_id, A.TERMINATED.value)
             elif c["state"] == A.ASSIGNED.value and alloc_id in running:
-                _container_started(conn, alloc_id, agent_id, None)
+                lifecycle.container_started(conn, alloc_id, agent_id, None)
         live = {c["allocation_id"] for c in ours}
         stale = [a for a in running if a not in live]
     m.wake_scheduler()
@@ -84,16 +78,6 @@ def _check_takeover(m: Master, row, incarnation: str | None, replaces) -> None:
         f"It takes over on its own once the other has been silent for {m.settings.agent_timeout_s:.0f} s")
 
 
-def _container_started(conn, allocation_id: str, agent_id: str, pid: int | None) -> None:
-    """One container runs; the allocation is RUNNING once all of its containers are."""
-    containers.set_state(conn, allocation_id, agent_id, A.RUNNING.value, pid=pid)
-    conts = containers.of_allocation(conn, allocation_id)
-    if all(c["state"] == A.RUNNING.value for c in conts):
-        alloc = Master.get_row(conn, t.allocations, allocation_id, "allocation")
-        conn.execute(t.allocations.update().where(t.allocations.c.id == allocation_id).values(
-            state=A.RUNNING.value, pid=conts[0]["pid"], started_at=alloc["started_at"] or now()))
-
-
 def touch(m: Master, agent_id: str) -> None:
     with m.db.begin() as conn:
         n = conn.execute(
@@ -112,7 +96,7 @@ def pending_actions(m: Master, agent_id: str, known: set[str] = frozenset()) -> 
                 if not _kill_sent(m, alloc["id"], agent_id):
                     kill.append(alloc["id"])
             elif c["state"] == A.ASSIGNED.value and alloc["id"] not in known:
-                start.append(start_order(m, conn, alloc, c))
+                start.append(lifecycle.start_order(m, conn, alloc, c))
     return {"start": start, "kill": kill}
 
 
@@ -125,159 +109,10 @@ def _kill_sent(m: Master, allocation_id: str, agent_id: str) -> bool:
     return False
 
 
-def start_order(m: Master, conn, alloc, container: dict | None = None) -> dict:
-    """Everything an agent needs to launch one container of a run: identity, token, env and the info file."""
-    if container is None:
-        container = containers.of_allocation(conn, alloc["id"])[0]
-    if alloc["trial_id"] is None:
-        return commands.start_order(m, conn, alloc, container)
-    order = _trial_order(m, conn, alloc, container)
-    env, info = containers.env_for(conn, alloc, container)
-    order["env"].update(env)
-    order["info"].update(info)
-    return order
-
-
-def _trial_order(m: Master, conn, alloc, container: dict) -> dict:
-    trial = Master.get_row(conn, t.trials, alloc["trial_id"], "trial")
-    exp = Master.get_row(conn, t.experiments, trial["experiment_id"], "experiment")
-    config = exp["config"]
-    latest = trials.latest_checkpoint(conn, trial["id"])
-    token = m.allocation_token(alloc["id"])
-    steps = int(latest["steps_completed"]) if latest else 0
-    info = {
-        "master_url": m.settings.url,
-        "cluster_id": m.cluster_id,
-        "agent_id": container["agent_id"],
-        "slot_ids": list(container["slot_ids"] or []),
-        "task_id": f"trial-{trial['id']}",
-        "allocation_id": alloc["id"],
-        "session_token": token,
-        "task_type": "TRIAL",
-        "latest_checkpoint": latest["uuid"] if latest else None,
-        "trial": {
-            "trial_id": trial["id"],
-            "experiment_id": exp["id"],
-            "trial_run_id": alloc["run_id"],
-            "trial_seed": trial["seed"],
-            "hparams": trial["hparams"],
-            "config": config,
-            "steps_completed": steps,
-            "target_length": trial["target_length"],
-        },
-    }
-    env = base_env(m, alloc, token, exp["owner"], f"trial-{trial['id']}", "TRIAL", container)
-    env.update({
-        "STALWART_TRIAL_ID": str(trial["id"]),
-        "STALWART_EXPERIMENT_ID": str(exp["id"]),
-        "STALWART_TRIAL_RUN_ID": str(alloc["run_id"]),
-        "DET_EXPERIMENT_ID": str(exp["id"]),
-        "DET_TRIAL_ID": str(trial["id"]),
-        "DET_TRIAL_RUN_ID": str(alloc["run_id"]),
-        "DET_TRIAL_SEED": str(trial["seed"]),
-        "DET_HPARAMS": json.dumps(trial["hparams"]),
-        "DET_EXPERIMENT_CONFIG": json.dumps(config),
-        "DET_STEPS_COMPLETED": str(steps),
-    })
-    if latest:
-        env["DET_LATEST_CHECKPOINT"] = latest["uuid"]
-    env.update(views.environment_variables(config, "cpu"))
-    return {
-        "allocation_id": alloc["id"],
-        "trial_id": trial["id"],
-        "slot_ids": list(container["slot_ids"] or []),
-        "entrypoint": config["entrypoint"],
-        "env": env,
-        "info": info,
-    }
-
-
-def base_env(m: Master, alloc, token: str, owner: str, task_id: str, task_type: str, container: dict) -> dict:
-    """The environment every task container gets: where the master is, who it is, its slots."""
-    host, port = _host_port(m.settings.url)
-    return {
-        "STALWART_MASTER": m.settings.url,
-        "STALWART_ALLOCATION_ID": alloc["id"],
-        "STALWART_ALLOCATION_TOKEN": token,
-        "DET_MASTER": m.settings.url,
-        "DET_MASTER_HOST": host,
-        "DET_MASTER_IP": host,
-        "DET_MASTER_PORT": port,
-        "DET_USE_TLS": "true" if m.settings.url.startswith("https") else "false",
-        "DET_USER": owner,
-        "DET_RESOURCES_ID": alloc["id"],
-        "DET_CONTAINER_ID": alloc["id"],
-        "DET_CLUSTER_ID": m.cluster_id,
-        "DET_TASK_TYPE": task_type,
-        "DET_TASK_ID": task_id,
-        "DET_ALLOCATION_ID": alloc["id"],
-        "DET_SESSION_TOKEN": token,
-        "DET_AGENT_ID": str(container["agent_id"]),
-        "DET_SLOT_IDS": json.dumps(list(container["slot_ids"] or [])),
-        "DET_SLOT_TYPE": "cpu",
-        "DET_RESOURCES_TYPE": "local-process",
-    }
-
-
-def _host_port(url: str) -> tuple[str, str]:
-    parsed = urllib.parse.urlsplit(url)
-    return parsed.hostname or "", str(parsed.port or (443 if parsed.scheme == "https" else 80))
-
-
-def _container(conn, agent_id: str, allocation_id: str) -> dict:
-    for c in containers.of_allocation(conn, allocation_id):
-        if c["agent_id"] == agent_id:
-            return c
-    raise InvalidRequest(f"allocation {allocation_id} is not assigned to agent {agent_id}")
-
-
-def mark_started(m: Master, agent_id: str, allocation_id: str, pid: int | None) -> dict:
-    with m.db.begin() as conn:
-        alloc = Master.get_row(conn, t.allocations, allocation_id, "allocation")
-        c = _container(conn, agent_id, allocation_id)
-        if alloc["state"] == A.TERMINATED.value or alloc["kill_requested"] or c["state"] == containers.KILLING:
-            return {"kill": True}
-        _container_started(conn, allocation_id, agent_id, pid)
-    return {"kill": False}
-
-
-def mark_exited(m: Master, agent_id: str, allocation_id: str, exit_code: int | None, agent_lost: bool = False) -> None:
-    """A container ended. A failed one takes the rest of its gang down; the allocation ends with the last
-    container, with the first failure's exit code (so a gang failure counts as one failure).
-
-    `agent_lost`: the agent killed it itself, having lost the master for too long (fencing); that ends the
-    allocation as a lost agent does, without counting a failure."""
-    with m.db.begin() as conn:
-        alloc = Master.get_row(conn, t.allocations, allocation_id, "allocation")
-        _container(conn, agent_id, allocation_id)
-        if agent_lost:
-            containers.set_state(conn, allocation_id, agent_id, A.TERMINATED.value)
-            if alloc["state"] != A.TERMINATED.value:
-                containers.kill_others(m, conn, allocation_id, agent_id)
-                trials.allocation_exited(m, conn, allocation_id, None, ExitReason.AGENT_LOST)
-            return
-        containers.set_state(conn, allocation_id, agent_id, A.TERMINATED.value, exit_code=exit_code)
-        if alloc["state"] == A.TERMINATED.value:
-            return
-        first_failure = alloc["exit_code"]
-        if exit_code != 0 and first_failure is None:
-            first_failure = exit_code
-            conn.execute(t.allocations.update().where(t.allocations.c.id == allocation_id)
-                         .values(exit_code=exit_code))
-        live = [c for c in containers.of_allocation(conn, allocation_id) if c["state"] != A.TERMINATED.value]
-        if live:
-            if exit_code != 0:
-                containers.kill_others(m, conn, allocation_id, agent_id)
-            return
-        final = first_failure if first_failure is not None else exit_code
-        trials.allocation_exited(m, conn, allocation_id, final, ExitReason.EXITED)
-
 
 def set_enabled(m: Master, agent_id: str, enabled: bool, drain: bool = False) -> dict:
     """Enable an agent, or disable it: with `drain` its tasks finish and nothing new starts there;
     without, its trials are preempted (they checkpoint and resume elsewhere) and its commands killed."""
-    from stalwart.master.experiments import experiments
-
     with m.db.begin() as conn:
         Master.get_row(conn, t.agents, agent_id, "agent")
         conn.execute(t.agents.update().where(t.agents.c.id == agent_id).values(
@@ -288,9 +123,9 @@ def set_enabled(m: Master, agent_id: str, enabled: bool, drain: bool = False) ->
                 if alloc["state"] == A.TERMINATED.value:
                     continue
                 if alloc["command_id"] is not None:
-                    experiments.request_kill(m, conn, alloc)
+                    lifecycle.request_kill(m, conn, alloc)
                 else:
-                    experiments.request_preemption(m, conn, alloc["id"])
+                    lifecycle.request_preemption(m, conn, alloc["id"])
         row = Master.get_row(conn, t.agents, agent_id, "agent")
         used = containers.used_slots(conn)
     m.wake_scheduler()

@@ -3,4 +3,15 @@
 Owns the rows of experiments, trials, metrics and checkpoints. Its face (what routes, ui and app may import):
 `experiments` (create, pause, activate, archive, cancel, kill), `trials` (kill, latest checkpoint), `intake`
 (reports from trial processes, `MetricsWriter`) and `searching` (searcher events). `checkpoint_gc`,
-`custom_search` and `metric_reports` are its internals."""
+`custom_search`, `metric_reports`, `searchers`, `finishing` and `trial_orders` are its internals.
+
+Importing it registers the trial task kind with `allocations` (start order, what a run's end means) and its
+step of the scheduling pass (stopping experiments with no live run finish)."""
+
+from stalwart.master.allocations import kinds
+from stalwart.master.experiments import finishing, trial_orders, trials
+from stalwart.master.scheduling import scheduling
+
+# importing the domain registers the trial task kind with allocations, and its step of the scheduling pass
+kinds.register(kinds.TaskKind(kinds.TRIAL, start_order=trial_orders.start_order, on_ended=trials.run_ended))
+scheduling.register_step(finishing.finish_stopping)

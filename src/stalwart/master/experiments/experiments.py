@@ -8,13 +8,14 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from stalwart.api.errors import ConfigError, InvalidStateError
-from stalwart.api.states import AllocationState, ExperimentState as S
+from stalwart.api.states import ExperimentState as S
 from stalwart.config.experiment import load_experiment_config
 from stalwart.context import ArchiveLimits, check_entrypoint, validate_archive
 from stalwart.db import tables as t
 from stalwart.config import views
+from stalwart.master.allocations import lifecycle
+from stalwart.master.experiments import finishing, searchers, searching
 from stalwart.master.scheduling import jobs
-from stalwart.master.experiments import searching
 from stalwart.master.service import Master, now
 
 
@@ -47,7 +48,7 @@ def check_experiment(m: Master, config_text: str, archive: bytes, *,
         raise ConfigError("the entrypoint cannot run from this context directory", details=problems)
     resources = config.get("resources") or {}
     pool = jobs.resolve_pool(m, resources.get("resource_pool") or None, views.slots_per_trial(config))
-    return NewExperiment(config, expanded.warnings, resources, pool, searching.build(config, archive))
+    return NewExperiment(config, expanded.warnings, resources, pool, searchers.build(config, archive))
 
 
 def create_experiment(m: Master, config_text: str, archive: bytes, *, activate: bool, owner: str,
@@ -57,13 +58,13 @@ def create_experiment(m: Master, config_text: str, archive: bytes, *, activate: 
     unless all of it is fine."""
     new = checked or check_experiment(m, config_text, archive)
     if validate_only:
-        searching.discard(new.search)
+        searchers.discard(new.search)
         return None, new.warnings
     try:
         exp_id = _store_experiment(m, new.config, config_text, archive, new.search, activate=activate, owner=owner,
                                    resources=new.resources, pool=new.pool)
     except BaseException:
-        searching.discard(new.search, m)
+        searchers.discard(new.search, m)
         raise
     m.wake_scheduler()
     return exp_id, new.warnings
@@ -94,85 +95,33 @@ def _store_experiment(m: Master, config: dict, config_text: str, archive: bytes,
             )
         conn.execute(t.contexts.insert().values(experiment_id=exp_id, archive=archive))
         jobs.create_job(m, conn, jobs.EXPERIMENT, exp_id, resources, pool)
-        searching.adopt(m, exp_id, search)
+        searchers.adopt(m, exp_id, search)
         searching.apply(m, conn, exp_id, search, search.initial_operations())
     return exp_id
 
 
-def _experiment(conn, exp_id: int):
-    return Master.get_row(conn, t.experiments, exp_id, "experiment")
-
-
-def _live_allocations(conn, exp_id: int):
-    q = (
-        sa.select(t.allocations)
-        .join(t.trials, t.trials.c.id == t.allocations.c.trial_id)
-        .where(t.trials.c.experiment_id == exp_id, t.allocations.c.state != AllocationState.TERMINATED.value)
-    )
-    return list(conn.execute(q).mappings())
-
-
-def request_preemption(m: Master, conn, allocation_id: str) -> None:
-    conn.execute(
-        t.allocations.update()
-        .where(t.allocations.c.id == allocation_id, t.allocations.c.preempt_requested.is_(False))
-        .values(preempt_requested=True, preempt_at=now())
-    )
-    m.signals.notify(f"preempt:{allocation_id}")
-
-
-def request_kill(m: Master, conn, alloc) -> None:
-    conn.execute(t.allocations.update().where(t.allocations.c.id == alloc["id"]).values(kill_requested=True))
-    agents = {alloc["agent_id"]} | set(conn.execute(sa.select(t.allocation_containers.c.agent_id).where(
-        t.allocation_containers.c.allocation_id == alloc["id"])).scalars())
-    for agent_id in agents - {None}:
-        m.signals.notify(f"agent:{agent_id}")
-
-
-def _set_trials(conn, exp_id: int, from_states: list[S], to: S) -> None:
-    values = {"state": to.value}
-    if to.terminal:
-        values["ended_at"] = now()
-    conn.execute(
-        t.trials.update()
-        .where(t.trials.c.experiment_id == exp_id, t.trials.c.state.in_([s.value for s in from_states]))
-        .values(**values)
-    )
-
-
-def _set_state(conn, exp_id: int, state: S, error: str | None = None) -> None:
-    values: dict = {"state": state.value}
-    if state.terminal:
-        values["ended_at"] = now()
-        if state is S.COMPLETED:
-            values["progress"] = 1.0
-    if error:
-        values["error_message"] = error
-    conn.execute(t.experiments.update().where(t.experiments.c.id == exp_id).values(**values))
-
-
 def pause(m: Master, exp_id: int) -> None:
     with m.db.begin() as conn:
-        exp = _experiment(conn, exp_id)
+        exp = finishing.experiment(conn, exp_id)
         if exp["state"] == S.PAUSED.value:
             return
         if exp["state"] != S.ACTIVE.value:
             raise InvalidStateError(f"experiment {exp_id} is {exp['state']}; only an ACTIVE experiment can be paused")
-        _set_state(conn, exp_id, S.PAUSED)
-        _set_trials(conn, exp_id, [S.ACTIVE], S.PAUSED)
-        for alloc in _live_allocations(conn, exp_id):
-            request_preemption(m, conn, alloc["id"])
+        finishing.set_state(conn, exp_id, S.PAUSED)
+        finishing.set_trials(conn, exp_id, [S.ACTIVE], S.PAUSED)
+        for alloc in finishing.live_allocations(conn, exp_id):
+            lifecycle.request_preemption(m, conn, alloc["id"])
 
 
 def activate(m: Master, exp_id: int) -> None:
     with m.db.begin() as conn:
-        exp = _experiment(conn, exp_id)
+        exp = finishing.experiment(conn, exp_id)
         if exp["state"] == S.ACTIVE.value:
             return
         if exp["state"] != S.PAUSED.value:
             raise InvalidStateError(f"experiment {exp_id} is {exp['state']}; only a PAUSED experiment can be activated")
-        _set_state(conn, exp_id, S.ACTIVE)
-        _set_trials(conn, exp_id, [S.PAUSED], S.ACTIVE)
+        finishing.set_state(conn, exp_id, S.ACTIVE)
+        finishing.set_trials(conn, exp_id, [S.PAUSED], S.ACTIVE)
     m.wake_scheduler()
 
 
@@ -187,7 +136,7 @@ def unarchive(m: Master, exp_id: int) -> None:
 def _set_archived(m: Master, exp_id: int, archived: bool) -> None:
     """Archiving hides a finished experiment from the default lists; as in Determined, only terminal ones."""
     with m.db.begin() as conn:
-        exp = _experiment(conn, exp_id)
+        exp = finishing.experiment(conn, exp_id)
         if not S(exp["state"]).terminal:
             verb = "archived" if archived else "unarchived"
             raise InvalidStateError(f"experiment {exp_id} is {exp['state']}; only a finished experiment "
@@ -205,21 +154,21 @@ def kill(m: Master, exp_id: int) -> None:
 
 def _stop(m: Master, exp_id: int, stopping: S) -> None:
     with m.db.begin() as conn:
-        exp = _experiment(conn, exp_id)
+        exp = finishing.experiment(conn, exp_id)
         state = S(exp["state"])
         if state.terminal:
             raise InvalidStateError(f"experiment {exp_id} is already {state.value}")
         if state is S.STOPPING_KILLED or (state is stopping):
             if stopping is S.STOPPING_CANCELED:
                 return
-        _set_state(conn, exp_id, stopping)
-        live = _live_allocations(conn, exp_id)
+        finishing.set_state(conn, exp_id, stopping)
+        live = finishing.live_allocations(conn, exp_id)
         busy = {a["trial_id"] for a in live}
         for alloc in live:
             if stopping is S.STOPPING_KILLED:
-                request_kill(m, conn, alloc)
+                lifecycle.request_kill(m, conn, alloc)
             else:
-                request_preemption(m, conn, alloc["id"])
+                lifecycle.request_preemption(m, conn, alloc["id"])
         idle = conn.execute(
             sa.select(t.trials.c.id).where(
                 t.trials.c.experiment_id == exp_id,
@@ -231,61 +180,7 @@ def _stop(m: Master, exp_id: int, stopping: S) -> None:
                 conn.execute(
                     t.trials.update().where(t.trials.c.id == trial_id).values(state=S.CANCELED.value, ended_at=now())
                 )
-        maybe_finish(m, conn, exp_id)
+        finishing.maybe_finish(m, conn, exp_id)
     m.wake_scheduler()
 
 
-def maybe_finish(m: Master, conn, exp_id: int) -> None:
-    """A STOPPING_* experiment with no live allocation reaches its final state."""
-    exp = _experiment(conn, exp_id)
-    state = S(exp["state"])
-    if not state.stopping or _live_allocations(conn, exp_id):
-        return
-    final = {
-        S.STOPPING_COMPLETED: S.COMPLETED,
-        S.STOPPING_CANCELED: S.CANCELED,
-        S.STOPPING_KILLED: S.CANCELED,
-        S.STOPPING_ERROR: S.ERROR,
-    }[state]
-    open_states = [S.ACTIVE, S.PAUSED, S.STOPPING_CANCELED, S.STOPPING_KILLED, S.STOPPING_COMPLETED, S.STOPPING_ERROR]
-    _set_trials(conn, exp_id, open_states, S.CANCELED)
-    _set_state(conn, exp_id, final)
-    searching.forget(m, exp_id)
-    from stalwart.master.experiments import checkpoint_gc
-
-    checkpoint_gc.run_for_experiment(m, conn, exp_id)
-
-
-def _last_failure(conn, exp_id: int) -> str:
-    """Why the most recent failed trial failed, to explain a failed search."""
-    last = conn.execute(
-        sa.select(t.trials.c.id, t.trials.c.error_message, t.trials.c.early_exit)
-        .where(t.trials.c.experiment_id == exp_id,
-               sa.or_(t.trials.c.state == S.ERROR.value, t.trials.c.early_exit.is_not(None)))
-        .order_by(t.trials.c.ended_at.desc()).limit(1)
-    ).first()
-    if last is None:
-        return ""
-    if last.error_message:
-        return f": {last.error_message}"
-    if last.early_exit == "INVALID_HP":
-        return f": trial {last.id} raised InvalidHP (its hyperparameters cannot train)"
-    return f": trial {last.id} exited early ({last.early_exit})"
-
-
-def shutdown(m: Master, conn, exp_id: int, failure: bool, reason: str, cancel: bool = False) -> None:
-    """The searcher is done: stop what still runs and finish."""
-    exp = _experiment(conn, exp_id)
-    state = S(exp["state"])
-    if state.terminal:
-        return
-    if state.stopping:  # a user's cancel or kill already decides the outcome
-        maybe_finish(m, conn, exp_id)
-        return
-    stopping = S.STOPPING_ERROR if failure else S.STOPPING_CANCELED if cancel else S.STOPPING_COMPLETED
-    if failure:
-        reason = f"{reason or 'the search failed'}{_last_failure(conn, exp_id)}"
-    _set_state(conn, exp_id, stopping, error=reason or None)
-    for alloc in _live_allocations(conn, exp_id):
-        request_preemption(m, conn, alloc["id"])
-    maybe_finish(m, conn, exp_id)

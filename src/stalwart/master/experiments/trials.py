@@ -10,11 +10,8 @@ from stalwart.api.errors import InvalidStateError
 from stalwart.api.states import AllocationState, ExitReason, ExperimentState as S
 from stalwart.config import views
 from stalwart.db import tables as t
-from stalwart.master.experiments import checkpoint_gc
-from stalwart.master.tasks import commands
-from stalwart.master.allocations import containers
-from stalwart.master.experiments import experiments
-from stalwart.master.experiments import searching
+from stalwart.master.allocations import lifecycle
+from stalwart.master.experiments import checkpoint_gc, finishing, searching
 from stalwart.master.logs import master_line
 from stalwart.master.service import Master, now
 from stalwart.searcher import TrialExit
@@ -43,33 +40,13 @@ def _finish_trial(m: Master, conn, trial: dict, state: S, how: TrialExit, error:
     searching.on_trial_exit(m, conn, trial, how)
 
 
-def allocation_exited(m: Master, conn, allocation_id: str, exit_code: int | None, reason: ExitReason) -> None:
-    """Record the end of an allocation and move its trial on. Idempotent."""
-    alloc = Master.get_row(conn, t.allocations, allocation_id, "allocation")
-    if alloc["state"] == AllocationState.TERMINATED.value:
-        return
-    if reason is ExitReason.EXITED and alloc["kill_requested"]:
-        reason = ExitReason.KILLED
-    if reason is ExitReason.EXITED and alloc["preempt_acked"] and exit_code == 0:
-        reason = ExitReason.PREEMPTED
-    if reason is ExitReason.EXITED and alloc["exit_reason"] == ExitReason.PREEMPTED.value:
-        reason = ExitReason.PREEMPTED  # killed at its preemption timeout
-    conn.execute(
-        t.allocations.update()
-        .where(t.allocations.c.id == allocation_id)
-        .values(state=AllocationState.TERMINATED.value, exit_code=exit_code, exit_reason=reason.value, ended_at=now())
-    )
-    containers.release(conn, allocation_id)
-    m.wake_scheduler()
-    if alloc["command_id"] is not None:
-        commands.allocation_ended(m, conn, alloc, exit_code, reason)
-        return
-    if alloc["trial_id"] is None:
-        return
+def run_ended(m: Master, conn, alloc, exit_code: int | None, reason: ExitReason) -> None:
+    """A run of a trial has ended (`allocations` recorded it and freed its slots): move the trial on, and
+    its experiment, if that was stopping and this was its last live run."""
     trial = dict(Master.get_row(conn, t.trials, alloc["trial_id"], "trial"))
     exp = Master.get_row(conn, t.experiments, trial["experiment_id"], "experiment")
     _trial_run_ended(m, conn, trial, exp, alloc, exit_code, reason)
-    experiments.maybe_finish(m, conn, exp["id"])
+    finishing.maybe_finish(m, conn, exp["id"])
 
 
 def _trial_run_ended(m: Master, conn, trial: dict, exp, alloc, exit_code: int | None, reason: ExitReason) -> None:
@@ -136,10 +113,10 @@ def fail_trial(m: Master, conn, trial: dict, error: str) -> None:
         sa.select(t.allocations).where(
             t.allocations.c.trial_id == trial["id"], t.allocations.c.state != AllocationState.TERMINATED.value)
     ).mappings().all():
-        experiments.request_kill(m, conn, alloc)
+        lifecycle.request_kill(m, conn, alloc)
     master_line(conn, trial["id"], error, "ERROR")
     _finish_trial(m, conn, trial, S.ERROR, TrialExit.ERRORED, error)
-    experiments.maybe_finish(m, conn, trial["experiment_id"])
+    finishing.maybe_finish(m, conn, trial["experiment_id"])
 
 
 def kill_trial(m: Master, trial_id: int) -> None:
@@ -153,11 +130,11 @@ def kill_trial(m: Master, trial_id: int) -> None:
             )
         ).mappings().all()
         for alloc in live:
-            experiments.request_kill(m, conn, alloc)
+            lifecycle.request_kill(m, conn, alloc)
         conn.execute(t.trials.update().where(t.trials.c.id == trial_id).values(stop_requested=True))
         if not live:
             _finish_trial(m, conn, trial, S.CANCELED, TrialExit.CANCELED)
-            experiments.maybe_finish(m, conn, trial["experiment_id"])
+            finishing.maybe_finish(m, conn, trial["experiment_id"])
 
 
 def _latest_own(conn, trial_id: int):

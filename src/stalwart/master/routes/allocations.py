@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 
 from stalwart.api.errors import ForbiddenError, NotFoundError
 from stalwart.db import tables as t
-from stalwart.master.cluster import agents
+from stalwart.master.allocations import lifecycle
 from stalwart.master.experiments import intake
 from stalwart.master.routes.common import agent_only, allocation_of, body
 
@@ -63,7 +63,7 @@ async def context(request: Request, allocation_id: str) -> dict:
 async def started(request: Request, allocation_id: str) -> dict:
     m = agent_only(request)
     data = await body(request)
-    return agents.mark_started(m, str(data.get("agent_id")), allocation_id, data.get("pid"))
+    return lifecycle.mark_started(m, str(data.get("agent_id")), allocation_id, data.get("pid"))
 
 
 @router.post("/{allocation_id}/exited")
@@ -71,7 +71,7 @@ async def exited(request: Request, allocation_id: str) -> dict:
     m = agent_only(request)
     data = await body(request)
     code = data.get("exit_code")
-    agents.mark_exited(m, str(data.get("agent_id")), allocation_id, code if isinstance(code, int) else None,
+    lifecycle.mark_exited(m, str(data.get("agent_id")), allocation_id, code if isinstance(code, int) else None,
                        agent_lost=data.get("agent_lost") is True)
     m.wake_scheduler()
     return {}

@@ -6,8 +6,7 @@ import sqlalchemy as sa
 
 from stalwart.api.states import AllocationState as A
 from stalwart.db import tables as t
-from stalwart.master.allocations import containers
-from stalwart.master.experiments import experiments
+from stalwart.master.allocations import containers, lifecycle
 from stalwart.master.scheduling.jobs import COMMAND, EXPERIMENT
 from stalwart.master.service import Master
 from stalwart.scheduler import AgentState, PoolPolicy, Request, schedule
@@ -79,7 +78,7 @@ def place(m: Master, conn) -> None:
             for agent_id, _ in start.containers:
                 m.signals.notify(f"agent:{agent_id}")
     for allocation_id in decision.preemptions:
-        experiments.request_preemption(m, conn, allocation_id)
+        lifecycle.request_preemption(m, conn, allocation_id)
     for r in rows:
         if r["state"] == A.PENDING.value and r["pending_reason"] != decision.unschedulable.get(r["id"]):
             conn.execute(t.allocations.update().where(t.allocations.c.id == r["id"])

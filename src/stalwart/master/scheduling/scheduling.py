@@ -4,19 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 import sqlalchemy as sa
 
 from stalwart.api.states import AllocationState as A, ExitReason, ExperimentState as S
 from stalwart.config import views
 from stalwart.db import tables as t
-from stalwart.master.allocations import containers
-from stalwart.master.experiments import experiments
+from stalwart.master.allocations import containers, lifecycle
 from stalwart.master.scheduling import placing
-from stalwart.master.experiments import trials
 from stalwart.master.service import Master, new_id, now
 
 log = logging.getLogger(__name__)
+
+_steps: list[Callable[[Master, object], None]] = []
+
+
+def register_step(step: Callable[[Master, object], None]) -> None:
+    """A domain's own step of every pass, run (m, conn) after pending runs nobody wants are dropped and before
+    new runs are queued and placed (the experiments domain finishes stopping experiments there)."""
+    if step not in _steps:
+        _steps.append(step)
 
 
 def _queue_trials(m: Master, conn) -> None:
@@ -83,9 +91,7 @@ def _lose_silent_agents(m: Master, conn) -> None:
         log.warning("agent %s has not been heard from for %.0f s; declaring it lost", agent_id, timeout)
         conn.execute(t.agents.update().where(t.agents.c.id == agent_id).values(connected=False))
         for c in containers.on_agent(conn, agent_id):
-            containers.set_state(conn, c["allocation_id"], agent_id, A.TERMINATED.value)
-            containers.kill_others(m, conn, c["allocation_id"], agent_id)
-            trials.allocation_exited(m, conn, c["allocation_id"], None, ExitReason.AGENT_LOST)
+            lifecycle.lose_container(m, conn, c["allocation_id"], agent_id)
 
 
 def _enforce_preemption_timeouts(m: Master, conn) -> None:
@@ -112,7 +118,7 @@ def _enforce_preemption_timeouts(m: Master, conn) -> None:
             continue
         log.warning("allocation %s did not exit within preemption_timeout (%s s); killing it", row["id"], timeout)
         if row["stop_requested"] or S(row["exp_state"]).stopping:
-            experiments.request_kill(m, conn, row)
+            lifecycle.request_kill(m, conn, row)
             continue
         conn.execute(t.allocations.update().where(t.allocations.c.id == row["id"])
                      .values(exit_reason=ExitReason.PREEMPTED.value))  # how its end will be read
@@ -135,10 +141,8 @@ def _cancel_unplaced(m: Master, conn) -> None:
             t.allocations.update().where(t.allocations.c.id == alloc_id)
             .values(state=A.TERMINATED.value, exit_reason=ExitReason.KILLED.value, ended_at=now())
         )
-    for exp_id in conn.execute(
-        sa.select(t.experiments.c.id).where(t.experiments.c.state.like("STOPPING_%"))
-    ).scalars().all():
-        experiments.maybe_finish(m, conn, exp_id)
+    for step in list(_steps):
+        step(m, conn)
 
 
 def tick(m: Master) -> None:

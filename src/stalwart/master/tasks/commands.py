@@ -15,6 +15,8 @@ from stalwart.config._schema import Field, Problems, any_map, check_section, int
 from stalwart.config import views
 from stalwart.context import ArchiveLimits, validate_archive
 from stalwart.db import tables as t
+from stalwart.master.allocations import lifecycle
+from stalwart.master.allocations.env import base_env
 from stalwart.master.scheduling import jobs
 from stalwart.master.service import Master, new_id, now
 
@@ -108,9 +110,6 @@ def allocation_ended(m: Master, conn, alloc, exit_code: int | None, reason: Exit
 
 
 def kill(m: Master, cmd_id: int) -> None:
-    from stalwart.master.experiments import experiments
-    from stalwart.master.experiments import trials
-
     with m.db.begin() as conn:
         cmd = Master.get_row(conn, t.commands, cmd_id, "command")
         if cmd["state"] != ACTIVE:
@@ -118,11 +117,11 @@ def kill(m: Master, cmd_id: int) -> None:
         alloc = allocation_of(conn, cmd_id)
         if alloc is None or alloc["state"] == A.PENDING.value:
             if alloc is not None:
-                trials.allocation_exited(m, conn, alloc["id"], None, ExitReason.KILLED)
+                lifecycle.allocation_exited(m, conn, alloc["id"], None, ExitReason.KILLED)
             conn.execute(t.commands.update().where(t.commands.c.id == cmd_id)
                          .values(state=CANCELED, ended_at=now()))
             return
-        experiments.request_kill(m, conn, alloc)
+        lifecycle.request_kill(m, conn, alloc)
 
 
 def view(cmd, alloc, pool: str | None) -> dict:
@@ -135,8 +134,6 @@ def view(cmd, alloc, pool: str | None) -> dict:
 
 
 def start_order(m: Master, conn, alloc, container: dict) -> dict:
-    from stalwart.master.cluster.agents import base_env
-
     cmd = Master.get_row(conn, t.commands, alloc["command_id"], "command")
     cfg = cmd["config"]
     token = m.allocation_token(alloc["id"])

@@ -10,6 +10,8 @@ from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from stalwart.master.routes import series as series_routes, ui as ui_routes
+from stalwart.master.ui import pages
 from stalwart.master.ui.metrics_index import MetricsIndex
 
 
@@ -17,13 +19,10 @@ def install(app: FastAPI) -> FastAPI:
     """Add the UI to a master app made by `create_app` (idempotent)."""
     if getattr(app.state, "ui_installed", False):
         return app
-    from stalwart.master.routes import series, ui
-    from stalwart.master.ui import pages
-
     app.state.ui_installed = True
     app.state.metrics_index = MetricsIndex(app.state.master.db)
-    app.include_router(series.router)
-    app.include_router(ui.router)
+    app.include_router(series_routes.router)
+    app.include_router(ui_routes.router)
 
     @app.exception_handler(StarletteHTTPException)
     async def html_not_found(request: Request, exc: StarletteHTTPException):

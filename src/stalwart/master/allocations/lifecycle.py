@@ -1,0 +1,128 @@
+"""The one place a run of any task starts, is killed, preempted, or exits (the owning domain hears of its end).
+
+Agents report a container's start and exit here; domains ask here for kills and preemptions; the end of the
+last container ends the allocation, frees its slots and is handed to the task kind (`kinds`) that owns it."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from stalwart.api.errors import InvalidRequest
+from stalwart.api.states import AllocationState as A, ExitReason
+from stalwart.db import tables as t
+from stalwart.master.allocations import containers, kinds
+from stalwart.master.service import Master, now
+
+
+def request_preemption(m: Master, conn, allocation_id: str) -> None:
+    conn.execute(
+        t.allocations.update()
+        .where(t.allocations.c.id == allocation_id, t.allocations.c.preempt_requested.is_(False))
+        .values(preempt_requested=True, preempt_at=now())
+    )
+    m.signals.notify(f"preempt:{allocation_id}")
+
+
+def request_kill(m: Master, conn, alloc) -> None:
+    conn.execute(t.allocations.update().where(t.allocations.c.id == alloc["id"]).values(kill_requested=True))
+    agents = {alloc["agent_id"]} | set(conn.execute(sa.select(t.allocation_containers.c.agent_id).where(
+        t.allocation_containers.c.allocation_id == alloc["id"])).scalars())
+    for agent_id in agents - {None}:
+        m.signals.notify(f"agent:{agent_id}")
+
+
+def start_order(m: Master, conn, alloc, container: dict | None = None) -> dict:
+    """Everything an agent needs to launch one container of a run: identity, token, env and the info file."""
+    if container is None:
+        container = containers.of_allocation(conn, alloc["id"])[0]
+    return kinds.get(kinds.kind_of(alloc) or kinds.COMMAND).start_order(m, conn, alloc, container)
+
+
+def container_started(conn, allocation_id: str, agent_id: str, pid: int | None) -> None:
+    """One container runs; the allocation is RUNNING once all of its containers are."""
+    containers.set_state(conn, allocation_id, agent_id, A.RUNNING.value, pid=pid)
+    conts = containers.of_allocation(conn, allocation_id)
+    if all(c["state"] == A.RUNNING.value for c in conts):
+        alloc = Master.get_row(conn, t.allocations, allocation_id, "allocation")
+        conn.execute(t.allocations.update().where(t.allocations.c.id == allocation_id).values(
+            state=A.RUNNING.value, pid=conts[0]["pid"], started_at=alloc["started_at"] or now()))
+
+
+def _container(conn, agent_id: str, allocation_id: str) -> dict:
+    for c in containers.of_allocation(conn, allocation_id):
+        if c["agent_id"] == agent_id:
+            return c
+    raise InvalidRequest(f"allocation {allocation_id} is not assigned to agent {agent_id}")
+
+
+def mark_started(m: Master, agent_id: str, allocation_id: str, pid: int | None) -> dict:
+    with m.db.begin() as conn:
+        alloc = Master.get_row(conn, t.allocations, allocation_id, "allocation")
+        c = _container(conn, agent_id, allocation_id)
+        if alloc["state"] == A.TERMINATED.value or alloc["kill_requested"] or c["state"] == containers.KILLING:
+            return {"kill": True}
+        container_started(conn, allocation_id, agent_id, pid)
+    return {"kill": False}
+
+
+def mark_exited(m: Master, agent_id: str, allocation_id: str, exit_code: int | None, agent_lost: bool = False) -> None:
+    """A container ended. A failed one takes the rest of its gang down; the allocation ends with the last
+    container, with the first failure's exit code (so a gang failure counts as one failure).
+
+    `agent_lost`: the agent killed it itself, having lost the master for too long (fencing); that ends the
+    allocation as a lost agent does, without counting a failure."""
+    with m.db.begin() as conn:
+        alloc = Master.get_row(conn, t.allocations, allocation_id, "allocation")
+        _container(conn, agent_id, allocation_id)
+        if agent_lost:
+            containers.set_state(conn, allocation_id, agent_id, A.TERMINATED.value)
+            if alloc["state"] != A.TERMINATED.value:
+                containers.kill_others(m, conn, allocation_id, agent_id)
+                allocation_exited(m, conn, allocation_id, None, ExitReason.AGENT_LOST)
+            return
+        containers.set_state(conn, allocation_id, agent_id, A.TERMINATED.value, exit_code=exit_code)
+        if alloc["state"] == A.TERMINATED.value:
+            return
+        first_failure = alloc["exit_code"]
+        if exit_code != 0 and first_failure is None:
+            first_failure = exit_code
+            conn.execute(t.allocations.update().where(t.allocations.c.id == allocation_id)
+                         .values(exit_code=exit_code))
+        live = [c for c in containers.of_allocation(conn, allocation_id) if c["state"] != A.TERMINATED.value]
+        if live:
+            if exit_code != 0:
+                containers.kill_others(m, conn, allocation_id, agent_id)
+            return
+        final = first_failure if first_failure is not None else exit_code
+        allocation_exited(m, conn, allocation_id, final, ExitReason.EXITED)
+
+
+def lose_container(m: Master, conn, allocation_id: str, agent_id: str) -> None:
+    """A running container's agent is gone (silent too long, or re-registered without it): the gang ends as
+    a lost agent's run, not counted as a failure."""
+    containers.set_state(conn, allocation_id, agent_id, A.TERMINATED.value)
+    containers.kill_others(m, conn, allocation_id, agent_id)
+    allocation_exited(m, conn, allocation_id, None, ExitReason.AGENT_LOST)
+
+
+def allocation_exited(m: Master, conn, allocation_id: str, exit_code: int | None, reason: ExitReason) -> None:
+    """Record the end of an allocation, free its slots and hand it to the task kind that owns it. Idempotent."""
+    alloc = Master.get_row(conn, t.allocations, allocation_id, "allocation")
+    if alloc["state"] == A.TERMINATED.value:
+        return
+    if reason is ExitReason.EXITED and alloc["kill_requested"]:
+        reason = ExitReason.KILLED
+    if reason is ExitReason.EXITED and alloc["preempt_acked"] and exit_code == 0:
+        reason = ExitReason.PREEMPTED
+    if reason is ExitReason.EXITED and alloc["exit_reason"] == ExitReason.PREEMPTED.value:
+        reason = ExitReason.PREEMPTED  # killed at its preemption timeout
+    conn.execute(
+        t.allocations.update()
+        .where(t.allocations.c.id == allocation_id)
+        .values(state=A.TERMINATED.value, exit_code=exit_code, exit_reason=reason.value, ended_at=now())
+    )
+    containers.release(conn, allocation_id)
+    m.wake_scheduler()
+    kind = kinds.kind_of(alloc)
+    if kind is not None:
+        kinds.get(kind).on_ended(m, conn, alloc, exit_code, reason)

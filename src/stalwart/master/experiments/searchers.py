@@ -1,0 +1,110 @@
+"""An experiment's searcher object: built new, kept (a custom one's worker process) or loaded from its snapshot."""
+
+from __future__ import annotations
+
+import threading
+
+import sqlalchemy as sa
+
+from stalwart.api.errors import ConfigError
+from stalwart.api.states import ExperimentState as S
+from stalwart.db import tables as t
+from stalwart.master.experiments import custom_search
+from stalwart.master.service import Master
+from stalwart.searcher import SearchMethod, Shutdown, make_search_method
+
+
+def build(config: dict, archive: bytes, label: str = "") -> SearchMethod:
+    """A fresh searcher; a custom one starts its worker process from the context `archive`."""
+    if config["searcher"]["name"] == "custom":
+        return custom_search.start(config, archive, label)
+    return make_search_method(config)
+
+
+def discard(search: SearchMethod, m: Master | None = None) -> None:
+    """Let go of a searcher that will not be used (a custom one's process ends)."""
+    if isinstance(search, custom_search.SearcherProcess):
+        if m is not None:
+            with _custom_lock:
+                for exp_id in [k for k, v in m.custom_searchers.items() if v is search]:
+                    del m.custom_searchers[exp_id]
+        search.close()
+
+
+def adopt(m: Master, exp_id: int, search: SearchMethod) -> None:
+    """Keep a custom searcher's process for the experiment's life."""
+    if isinstance(search, custom_search.SearcherProcess):
+        search.label = f"experiment {exp_id}"
+        with _custom_lock:
+            m.custom_searchers[exp_id] = search
+
+
+def forget(m: Master, exp_id: int) -> None:
+    """The experiment has ended: stop its custom searcher's process, if it has one."""
+    with _custom_lock:
+        search = m.custom_searchers.pop(exp_id, None)
+    if search is not None:
+        search.close()
+
+
+_custom_lock = threading.Lock()
+
+
+class _Inert(SearchMethod):
+    """Stands in for a custom searcher that cannot run: nothing new happens, or the search fails."""
+
+    def __init__(self, state: dict | None, progress: float, failure: str = "") -> None:
+        self.state, self.last_progress, self.failure = state, progress, failure
+
+    def _events(self) -> list:
+        return [Shutdown(failure=True, reason=self.failure)] if self.failure else []
+
+    def initial_operations(self) -> list:
+        return self._events()
+
+    def on_validation_completed(self, request_id, metrics, steps_completed) -> list:
+        return self._events()
+
+    def on_trial_exited(self, request_id, how) -> list:
+        return self._events()
+
+    def progress(self, trial_progress) -> float:
+        return self.last_progress
+
+    def snapshot(self) -> dict | None:
+        return self.state
+
+    def restore(self, snapshot: dict) -> None:
+        self.state = snapshot
+
+
+def _load_custom(m: Master, conn, exp) -> SearchMethod:
+    with _custom_lock:
+        search = m.custom_searchers.get(exp["id"])
+    if search is not None:
+        return search
+    if S(exp["state"]).terminal:
+        return _Inert(exp["searcher_state"], exp["progress"])
+    archive = conn.execute(
+        sa.select(t.contexts.c.archive).where(t.contexts.c.experiment_id == exp["id"])).scalar_one()
+    search = None
+    try:
+        search = custom_search.start(exp["config"], archive, f"experiment {exp['id']}")
+        if exp["searcher_state"] is not None:
+            search.restore(exp["searcher_state"])
+    except ConfigError as exc:
+        if isinstance(search, custom_search.SearcherProcess):
+            search.close()
+        return _Inert(exp["searcher_state"], exp["progress"], failure=f"custom searcher could not be restarted: {exc}")
+    adopt(m, exp["id"], search)
+    return search
+
+
+def load(m: Master, conn, exp_id: int) -> tuple[dict, SearchMethod]:
+    exp = Master.get_row(conn, t.experiments, exp_id, "experiment")
+    if exp["config"]["searcher"]["name"] == "custom":
+        return exp, _load_custom(m, conn, exp)
+    search = make_search_method(exp["config"])
+    if exp["searcher_state"] is not None:
+        search.restore(exp["searcher_state"])
+    return exp, search

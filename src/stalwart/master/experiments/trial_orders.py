@@ -1,0 +1,75 @@
+"""What an agent gets to launch one container of a trial's run: the trial's env and info file, and its gang's."""
+
+from __future__ import annotations
+
+import json
+
+from stalwart.config import views
+from stalwart.db import tables as t
+from stalwart.master.allocations import containers
+from stalwart.master.allocations.env import base_env
+from stalwart.master.experiments import trials
+from stalwart.master.service import Master
+
+
+def start_order(m: Master, conn, alloc, container: dict) -> dict:
+    """Everything an agent needs to launch one container of a trial's run: identity, token, env and the info file."""
+    order = _trial_order(m, conn, alloc, container)
+    env, info = containers.env_for(conn, alloc, container)
+    order["env"].update(env)
+    order["info"].update(info)
+    return order
+
+
+def _trial_order(m: Master, conn, alloc, container: dict) -> dict:
+    trial = Master.get_row(conn, t.trials, alloc["trial_id"], "trial")
+    exp = Master.get_row(conn, t.experiments, trial["experiment_id"], "experiment")
+    config = exp["config"]
+    latest = trials.latest_checkpoint(conn, trial["id"])
+    token = m.allocation_token(alloc["id"])
+    steps = int(latest["steps_completed"]) if latest else 0
+    info = {
+        "master_url": m.settings.url,
+        "cluster_id": m.cluster_id,
+        "agent_id": container["agent_id"],
+        "slot_ids": list(container["slot_ids"] or []),
+        "task_id": f"trial-{trial['id']}",
+        "allocation_id": alloc["id"],
+        "session_token": token,
+        "task_type": "TRIAL",
+        "latest_checkpoint": latest["uuid"] if latest else None,
+        "trial": {
+            "trial_id": trial["id"],
+            "experiment_id": exp["id"],
+            "trial_run_id": alloc["run_id"],
+            "trial_seed": trial["seed"],
+            "hparams": trial["hparams"],
+            "config": config,
+            "steps_completed": steps,
+            "target_length": trial["target_length"],
+        },
+    }
+    env = base_env(m, alloc, token, exp["owner"], f"trial-{trial['id']}", "TRIAL", container)
+    env.update({
+        "STALWART_TRIAL_ID": str(trial["id"]),
+        "STALWART_EXPERIMENT_ID": str(exp["id"]),
+        "STALWART_TRIAL_RUN_ID": str(alloc["run_id"]),
+        "DET_EXPERIMENT_ID": str(exp["id"]),
+        "DET_TRIAL_ID": str(trial["id"]),
+        "DET_TRIAL_RUN_ID": str(alloc["run_id"]),
+        "DET_TRIAL_SEED": str(trial["seed"]),
+        "DET_HPARAMS": json.dumps(trial["hparams"]),
+        "DET_EXPERIMENT_CONFIG": json.dumps(config),
+        "DET_STEPS_COMPLETED": str(steps),
+    })
+    if latest:
+        env["DET_LATEST_CHECKPOINT"] = latest["uuid"]
+    env.update(views.environment_variables(config, "cpu"))
+    return {
+        "allocation_id": alloc["id"],
+        "trial_id": trial["id"],
+        "slot_ids": list(container["slot_ids"] or []),
+        "entrypoint": config["entrypoint"],
+        "env": env,
+        "info": info,
+    }
