@@ -112,7 +112,8 @@ def test_determined_style_trials_log_their_progress(cluster2):
         assert any("training for " in line and "starting at batch 0" in line for line in lines), f"{name}:\n{logs}"
         assert sum("trained " in line and "batches/s" in line and "loss=" in line for line in lines) >= 3, \
             f"{name}:\n{logs}"
-        assert any("validation after batch" in line and "validation_loss=" in line for line in lines), f"{name}:\n{logs}"
+        assert any("validation after batch" in line and "validation_loss=" in line for line in lines), \
+            f"{name}:\n{logs}"
         assert any("checkpoint " in line and " saved after batch" in line for line in lines), f"{name}:\n{logs}"
         assert any("training complete after batch" in line for line in lines), f"{name}:\n{logs}"
         if name == "distributed":

@@ -91,7 +91,7 @@ def test_finished_commands_stay_on_the_tasks_page_with_their_exit_code(ui_cluste
     page.wait_for_selector(row)
     cells = page.eval_on_selector_all(f"{row} td", "tds => tds.map(td => td.textContent.trim())")
     heads = page.eval_on_selector_all("#tasks-table th", "ths => ths.map(th => th.textContent.trim())")
-    shown = dict(zip(heads, cells))
+    shown = dict(zip(heads, cells, strict=True))
     assert shown["Result"] == "ERROR" and shown["Exit code"] == "3" and shown["State"] == "TERMINATED", shown
     assert shown["Ended"] != "—"
     page.click(f"{row} a")
