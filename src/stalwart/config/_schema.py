@@ -7,7 +7,7 @@ import difflib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 
 class Problems:
@@ -78,7 +78,7 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -223,7 +223,7 @@ def check_section(
     problems: Problems,
     *,
     strict: bool = True,
-) -> dict:
+) -> dict[str, Any]:
     """Check a mapping against `spec`; return it with every spec key present (defaults filled).
 
     With `strict`, keys outside the spec are problems; otherwise they are kept as given.
@@ -233,7 +233,7 @@ def check_section(
     if not isinstance(value, Mapping):
         problems.add(path or "(top level)", f"expected a mapping, got {type_name(value)}")
         return section_defaults(spec)
-    out: dict = {}
+    out: dict[str, Any] = {}
     for key, field in spec.items():
         given = value.get(key)
         if given is None:
@@ -253,7 +253,7 @@ def check_section(
     return out
 
 
-def section_defaults(spec: Spec) -> dict:
+def section_defaults(spec: Spec) -> dict[str, Any]:
     return {key: field.make_default() for key, field in spec.items()}
 
 

@@ -26,9 +26,9 @@ SLOT_KINDS = ("cpu", "cuda", "rocm")
 _SLOT_KEYS = ("cpu", "cuda", "gpu", "rocm")
 
 
-def _per_slot(value: Mapping, path: str, problems: Problems, item: Any) -> dict:
+def _per_slot(value: Mapping[str, Any], path: str, problems: Problems, item: Any) -> dict[str, Any]:
     """Check a `{cpu, cuda|gpu, rocm}` map; return it keyed by SLOT_KINDS (gpu folded into cuda)."""
-    out: dict = {kind: None for kind in SLOT_KINDS}
+    out: dict[str, Any] = {kind: None for kind in SLOT_KINDS}
     for key, given in value.items():
         if key not in _SLOT_KEYS:
             problems.add(join(path, key), unknown_key_message(key, list(_SLOT_KEYS)))
@@ -77,7 +77,7 @@ def check_environment_variables(value: Any, path: str, problems: Problems) -> An
     return {kind: [] for kind in SLOT_KINDS}
 
 
-def empty_environment_variables() -> dict:
+def empty_environment_variables() -> dict[str, Any]:
     return {kind: [] for kind in SLOT_KINDS}
 
 
@@ -119,5 +119,5 @@ ENVIRONMENT_SPEC: dict[str, Field] = {
 }
 
 
-def check_environment(value: Any, path: str, problems: Problems) -> dict:
+def check_environment(value: Any, path: str, problems: Problems) -> dict[str, Any]:
     return check_section(value, path, ENVIRONMENT_SPEC, problems)

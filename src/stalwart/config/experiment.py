@@ -116,12 +116,12 @@ class ExpandedConfig:
     which parses but cannot run).
     """
 
-    config: dict
+    config: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     searcher: SearcherSettings | None = None
 
 
-def _lookup(config: Mapping, dotted: str) -> Any:
+def _lookup(config: Mapping[str, Any], dotted: str) -> Any:
     value: Any = config
     for part in dotted.split("."):
         if not isinstance(value, Mapping):
@@ -133,7 +133,7 @@ def _lookup(config: Mapping, dotted: str) -> Any:
 _DEFAULTS = section_defaults(EXPERIMENT_SPEC)
 
 
-def _is_set(user: Mapping, dotted: str) -> bool:
+def _is_set(user: Mapping[str, Any], dotted: str) -> bool:
     """Whether the user gave `dotted` a value other than its default (null/empty count as unset)."""
     value, default = _lookup(user, dotted), _lookup(_DEFAULTS, dotted)
     if isinstance(value, Mapping):
@@ -142,7 +142,7 @@ def _is_set(user: Mapping, dotted: str) -> bool:
     return value not in (None, "", [], {}) and value != default
 
 
-def collect_warnings(user: Mapping) -> list[str]:
+def collect_warnings(user: Mapping[str, Any]) -> list[str]:
     """Warnings about what the user wrote (not about master defaults)."""
     warnings = [
         f"{key}: has no effect in Stalwart; the setting is kept but ignored"
@@ -158,7 +158,7 @@ def collect_warnings(user: Mapping) -> list[str]:
     return warnings
 
 
-def _check_cross_sections(cfg: dict, problems: Problems) -> None:
+def _check_cross_sections(cfg: dict[str, Any], problems: Problems) -> None:
     workspace, project = cfg.get("workspace"), cfg.get("project")
     if workspace and not project:
         problems.add("project", "required when workspace is set")
@@ -174,7 +174,7 @@ def plural(count: int, noun: str) -> str:
 
 
 def load_experiment_config(
-    source: str | Mapping, *, master_defaults: Mapping | None = None
+    source: str | Mapping[str, Any], *, master_defaults: Mapping[str, Any] | None = None
 ) -> ExpandedConfig:
     """Parse, merge over the master's defaults, validate and expand an experiment config.
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from stalwart.api.errors import ConfigError
 from stalwart.config._schema import (
@@ -51,12 +51,12 @@ _LEAF_SPECS: dict[str, dict[str, Field]] = {
 }
 
 
-def is_leaf(spec: Any) -> bool:
+def is_leaf(spec: Any) -> TypeGuard[Mapping[str, Any]]:
     """True for a typed hyperparameter (`{type: ...}`); false for a nested group."""
     return isinstance(spec, Mapping) and "type" in spec
 
 
-def _check_leaf(spec: Mapping, path: str, problems: Problems) -> dict:
+def _check_leaf(spec: Mapping[str, Any], path: str, problems: Problems) -> dict[str, Any]:
     kind = spec.get("type")
     if kind not in _LEAF_SPECS:
         wanted = ", ".join(HP_TYPES)
@@ -71,8 +71,8 @@ def _check_leaf(spec: Mapping, path: str, problems: Problems) -> dict:
     return leaf
 
 
-def _check_group(group: Mapping, path: str, problems: Problems) -> dict:
-    out: dict = {}
+def _check_group(group: Mapping[str, Any], path: str, problems: Problems) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for name, spec in group.items():
         where = join(path, name)
         if is_leaf(spec):
@@ -84,7 +84,7 @@ def _check_group(group: Mapping, path: str, problems: Problems) -> dict:
     return out
 
 
-def check_hyperparameters(value: Any, path: str, problems: Problems) -> dict:
+def check_hyperparameters(value: Any, path: str, problems: Problems) -> dict[str, Any]:
     """Validate and normalise: every leaf becomes a typed map, nested groups stay plain maps."""
     if not isinstance(value, Mapping):
         problems.add(path, f"expected a mapping, got {type_name(value)}")
@@ -92,7 +92,7 @@ def check_hyperparameters(value: Any, path: str, problems: Problems) -> dict:
     return _check_group(value, path, problems)
 
 
-def iter_leaves(hparams: Mapping, path: str = "hyperparameters") -> Iterator[tuple[str, Any]]:
+def iter_leaves(hparams: Mapping[str, Any], path: str = "hyperparameters") -> Iterator[tuple[str, Any]]:
     """Yield `(dotted path, leaf)` for every hyperparameter, descending into nested groups."""
     for name, spec in hparams.items():
         where = join(path, name)
@@ -104,7 +104,8 @@ def iter_leaves(hparams: Mapping, path: str = "hyperparameters") -> Iterator[tup
 
 def leaf_type(spec: Any) -> str:
     """The type of a leaf as yielded by `iter_leaves` (a raw scalar/list is const)."""
-    return spec.get("type") if is_leaf(spec) else "const"
+    kind: str = spec["type"] if is_leaf(spec) else "const"
+    return kind
 
 
 def _resolve(spec: Any, path: str) -> Any:
@@ -120,8 +121,9 @@ def _resolve(spec: Any, path: str) -> Any:
     return spec
 
 
-def resolve_const_hparams(hparams_cfg: Mapping | None) -> dict:
+def resolve_const_hparams(hparams_cfg: Mapping[str, Any] | None) -> dict[str, Any]:
     """Turn an all-const hyperparameter spec (raw or expanded) into the nested dict a trial sees."""
     if not hparams_cfg:
         return {}
-    return _resolve(hparams_cfg, "hyperparameters")
+    resolved: dict[str, Any] = _resolve(hparams_cfg, "hyperparameters")
+    return resolved

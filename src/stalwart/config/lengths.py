@@ -19,7 +19,7 @@ class Length:
     unit: str
     value: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {self.unit: self.value}
 
 

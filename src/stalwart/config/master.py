@@ -150,7 +150,7 @@ class SchedulerConfig:
     default_priority: int = 42
 
     @staticmethod
-    def of(section_: dict | None) -> SchedulerConfig:
+    def of(section_: dict[str, Any] | None) -> SchedulerConfig:
         if not section_:
             return SchedulerConfig()
         prio = section_.get("priority") or {}
@@ -163,7 +163,7 @@ class PoolConfig:
     name: str
     description: str = ""
     scheduler: SchedulerConfig = SchedulerConfig()
-    task_container_defaults: dict = field(default_factory=dict)
+    task_container_defaults: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -175,7 +175,7 @@ class LimitsConfig:
     max_context_size: int = DEFAULT_MAX_CONTEXT_SIZE
 
     @staticmethod
-    def of(section_: dict | None) -> LimitsConfig:
+    def of(section_: dict[str, Any] | None) -> LimitsConfig:
         return LimitsConfig(**section_) if section_ else LimitsConfig()
 
 
@@ -187,8 +187,8 @@ class MasterConfig:
     port: int | None = None
     host: str | None = None
     db_url: str | None = None
-    checkpoint_storage: dict | None = None
-    task_container_defaults: dict = field(default_factory=dict)
+    checkpoint_storage: dict[str, Any] | None = None
+    task_container_defaults: dict[str, Any] = field(default_factory=dict)
     agent_timeout: float | None = None
     limits: LimitsConfig = LimitsConfig()
     ignored_keys: tuple[str, ...] = ()
@@ -201,21 +201,23 @@ class MasterConfig:
         return [p.name for p in self.pools]
 
 
-def _db_url(db: dict | None) -> str | None:
+def _db_url(db: dict[str, Any] | None) -> str | None:
     if not db:
         return None
     if db.get("url"):
-        return db["url"]
+        url: str = db["url"]  # the schema checked it is a string
+        return url
     if not db.get("host") and not db.get("name"):
         return None
     auth = urllib.parse.quote(db.get("user") or "postgres")
     if db.get("password"):
         auth += ":" + urllib.parse.quote(db["password"])
-    url = f"postgresql://{auth}@{db.get('host') or '127.0.0.1'}:{db.get('port') or 5432}/{db.get('name') or 'determined'}"
+    host, port, name = db.get("host") or "127.0.0.1", db.get("port") or 5432, db.get("name") or "determined"
+    url = f"postgresql://{auth}@{host}:{port}/{name}"
     return url + (f"?sslmode={db['ssl_mode']}" if db.get("ssl_mode") else "")
 
 
-def _cross_checks(cfg: dict, problems: Problems) -> None:
+def _cross_checks(cfg: dict[str, Any], problems: Problems) -> None:
     rm = cfg.get("resource_manager") or {}
     if cfg.get("scheduler") and rm.get("scheduler"):
         problems.add("scheduler", "give the scheduler either at the top level (old format) or under "

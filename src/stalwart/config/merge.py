@@ -68,11 +68,11 @@ def _by_name(user: Any, defaults: Any) -> Any:
     return kept + user
 
 
-def _env_map(value: Any) -> dict | None:
+def _env_map(value: Any) -> dict[str, Any] | None:
     if isinstance(value, list):
         return {kind: list(value) for kind in ("cpu", "cuda", "rocm")}
     if isinstance(value, Mapping) and all(v is None or isinstance(v, list) for v in value.values()):
-        out: dict = {}
+        out: dict[str, Any] = {}
         for key, entries in value.items():
             kind = "cuda" if key == "gpu" else key
             out[kind] = out.get(kind, []) + list(entries or [])

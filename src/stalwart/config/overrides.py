@@ -40,7 +40,7 @@ def parse_override_value(key: str, text: str) -> Any:
     return value
 
 
-def _set_path(config: dict, parts: list[str], value: Any) -> None:
+def _set_path(config: dict[str, Any], parts: list[str], value: Any) -> None:
     node = config
     for depth, part in enumerate(parts[:-1]):
         child = node.get(part)
@@ -61,7 +61,7 @@ def _kind(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def apply_overrides(source: str | Mapping, overrides: Iterable[str]) -> dict:
+def apply_overrides(source: str | Mapping[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
     """Return a new config dict with every `KEY=VALUE` override applied, in order.
 
     Raises ConfigError naming each bad override (no `=`, empty key, bad value, or a path

@@ -62,7 +62,7 @@ RESOURCES_SPEC: dict[str, Field] = {
 }
 
 
-def check_resources(value: Any, path: str, problems: Problems) -> dict:
+def check_resources(value: Any, path: str, problems: Problems) -> dict[str, Any]:
     if isinstance(value, Mapping) and "slots" in value:
         problems.add(f"{path}.slots", "not allowed for experiments; use slots_per_trial")
         value = {k: v for k, v in value.items() if k != "slots"}
@@ -109,7 +109,7 @@ PROFILING_SPEC: dict[str, Field] = {
 }
 
 
-def check_profiling(value: Any, path: str, problems: Problems) -> dict:
+def check_profiling(value: Any, path: str, problems: Problems) -> dict[str, Any]:
     profiling = check_section(value, path, PROFILING_SPEC, problems)
     begin, end = profiling["begin_on_batch"], profiling["end_after_batch"]
     if is_int(begin) and is_int(end) and end < begin:
@@ -167,7 +167,7 @@ def _log_policy(value: Any, path: str, problems: Problems) -> Any:
     return policy
 
 
-def check_log_policies(value: Any, path: str, problems: Problems) -> list:
+def check_log_policies(value: Any, path: str, problems: Problems) -> list[Any]:
     """User policies, merged by name over the built-in ones (the user's entry wins)."""
     policies = list_of(_log_policy)(value, path, problems)
     if not isinstance(policies, list):
@@ -177,7 +177,7 @@ def check_log_policies(value: Any, path: str, problems: Problems) -> list:
     return kept + policies
 
 
-def default_log_policies() -> list:
+def default_log_policies() -> list[Any]:
     return [dict(p) for p in DEFAULT_LOG_POLICIES]
 
 

@@ -52,7 +52,7 @@ def _describe(value: Any) -> str:
     return f"a {type(value).__name__} ({value!r})"
 
 
-def read_source(source: str | Mapping, what: str = "experiment config") -> dict:
+def read_source(source: str | Mapping[str, Any], what: str = "experiment config") -> dict[str, Any]:
     """YAML text or an already-parsed mapping → a fresh plain dict (the caller's is not touched)."""
     if isinstance(source, str):
         data = parse_yaml(source, what)

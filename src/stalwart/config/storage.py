@@ -76,7 +76,7 @@ _VARIANTS: dict[str, dict[str, Field]] = {
 }
 
 
-def check_checkpoint_storage(value: Any, path: str, problems: Problems) -> dict:
+def check_checkpoint_storage(value: Any, path: str, problems: Problems) -> dict[str, Any]:
     """Validate a storage config; return it with every field of its type present."""
     if not isinstance(value, Mapping):
         problems.add(path, f"expected a mapping, got {type_name(value)}")
@@ -97,7 +97,7 @@ def check_checkpoint_storage(value: Any, path: str, problems: Problems) -> dict:
     return storage
 
 
-def _check_storage_path(storage: dict, path: str, problems: Problems) -> None:
+def _check_storage_path(storage: dict[str, Any], path: str, problems: Problems) -> None:
     host, sub = storage.get("host_path"), storage.get("storage_path")
     if not isinstance(host, str) or not isinstance(sub, str):
         return
@@ -107,7 +107,7 @@ def _check_storage_path(storage: dict, path: str, problems: Problems) -> None:
         problems.add(f"{path}.storage_path", f"must be inside host_path {host!r}, got {sub!r}")
 
 
-def _check_azure(storage: dict, path: str, problems: Problems) -> None:
+def _check_azure(storage: dict[str, Any], path: str, problems: Problems) -> None:
     has_conn = storage.get("connection_string") is not None
     has_url = storage.get("account_url") is not None
     if has_conn == has_url:

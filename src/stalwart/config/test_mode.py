@@ -41,7 +41,7 @@ def _sample_all(hparams: Any, rng: random.Random) -> Any:
     return out
 
 
-def test_mode_config(source: str | dict, seed: int = 0) -> dict:
+def test_mode_config(source: str | dict[str, Any], seed: int = 0) -> dict[str, Any]:
     """Determined's test-mode rewrite: single searcher, one batch, validate and checkpoint at once, no restarts."""
     cfg = copy.deepcopy(read_source(source))
     searcher = dict(cfg.get("searcher") or {})

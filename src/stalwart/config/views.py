@@ -11,21 +11,21 @@ from stalwart.config.lengths import Length, parse_length
 # Accessors read `ExpandedConfig.config`; they also tolerate a partial dict (missing → default).
 
 
-def _section(cfg: Mapping, key: str) -> Mapping:
+def _section(cfg: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = cfg.get(key)
     return value if isinstance(value, Mapping) else {}
 
 
-def searcher_metric(cfg: Mapping) -> str | None:
+def searcher_metric(cfg: Mapping[str, Any]) -> str | None:
     return _section(cfg, "searcher").get("metric")
 
 
-def smaller_is_better(cfg: Mapping) -> bool:
+def smaller_is_better(cfg: Mapping[str, Any]) -> bool:
     value = _section(cfg, "searcher").get("smaller_is_better")
     return True if value is None else bool(value)
 
 
-def max_length(cfg: Mapping) -> Length | None:
+def max_length(cfg: Mapping[str, Any]) -> Length | None:
     """The (deprecated) `searcher.max_length`, or None."""
     value = _section(cfg, "searcher").get("max_length")
     if value is None:
@@ -33,7 +33,7 @@ def max_length(cfg: Mapping) -> Length | None:
     return parse_length(value, "searcher.max_length", allow_bare_int=True)
 
 
-def max_time(cfg: Mapping) -> tuple[int, str] | None:
+def max_time(cfg: Mapping[str, Any]) -> tuple[int, str] | None:
     """`(searcher.max_time, searcher.time_metric)`, or None when they are not set."""
     searcher = _section(cfg, "searcher")
     if searcher.get("max_time") is None or searcher.get("time_metric") is None:
@@ -41,16 +41,16 @@ def max_time(cfg: Mapping) -> tuple[int, str] | None:
     return int(searcher["max_time"]), str(searcher["time_metric"])
 
 
-def max_restarts(cfg: Mapping) -> int:
+def max_restarts(cfg: Mapping[str, Any]) -> int:
     value = cfg.get("max_restarts")
     return 5 if value is None else int(value)
 
 
-def checkpoint_storage(cfg: Mapping) -> dict:
+def checkpoint_storage(cfg: Mapping[str, Any]) -> dict[str, Any]:
     return dict(_section(cfg, "checkpoint_storage"))
 
 
-def checkpoint_gc_policy(cfg: Mapping) -> tuple[int, int, int]:
+def checkpoint_gc_policy(cfg: Mapping[str, Any]) -> tuple[int, int, int]:
     """`(save_experiment_best, save_trial_best, save_trial_latest)`."""
     storage = _section(cfg, "checkpoint_storage")
     def get(key: str, default: int) -> int:
@@ -64,7 +64,7 @@ def checkpoint_gc_policy(cfg: Mapping) -> tuple[int, int, int]:
     )
 
 
-def environment_variables(cfg: Mapping, slot_type: str = "cpu") -> dict[str, str]:
+def environment_variables(cfg: Mapping[str, Any], slot_type: str = "cpu") -> dict[str, str]:
     """The `NAME=VALUE` entries for one accelerator kind (`cpu`, `cuda`/`gpu`, `rocm`) as a dict.
 
     Later entries override earlier ones with the same name.
@@ -80,22 +80,22 @@ def environment_variables(cfg: Mapping, slot_type: str = "cpu") -> dict[str, str
     return out
 
 
-def experiment_seed(cfg: Mapping) -> int | None:
+def experiment_seed(cfg: Mapping[str, Any]) -> int | None:
     seed = _section(cfg, "reproducibility").get("experiment_seed")
     return None if seed is None else int(seed)
 
 
-def slots_per_trial(cfg: Mapping) -> int:
+def slots_per_trial(cfg: Mapping[str, Any]) -> int:
     value = _section(cfg, "resources").get("slots_per_trial")
     return 1 if value is None else int(value)
 
 
-def records_per_epoch(cfg: Mapping) -> int:
+def records_per_epoch(cfg: Mapping[str, Any]) -> int:
     value = cfg.get("records_per_epoch")
     return 0 if value is None else int(value)
 
 
-def global_batch_size(cfg: Mapping) -> int | None:
+def global_batch_size(cfg: Mapping[str, Any]) -> int | None:
     """`hyperparameters.global_batch_size` when it is a const integer, else None."""
     spec = _section(cfg, "hyperparameters").get("global_batch_size")
     if is_leaf(spec):

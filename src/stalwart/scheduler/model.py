@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 Container = tuple[str, tuple[int, ...]]
 """One container of an allocation: (agent id, slot ids on that agent)."""
@@ -29,7 +30,7 @@ class Request:
     preempting: bool = False  # already asked to release its slots; still holds them
 
     @property
-    def order(self) -> tuple:
+    def order(self) -> tuple[Any, ...]:
         return (self.priority, self.queue_position, self.submitted_at, self.allocation_id)
 
 

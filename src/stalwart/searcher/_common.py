@@ -90,6 +90,13 @@ class MetricReader:
             raw = steps_completed
         return float(raw) if raw is not None and is_finite_number(raw) else None
 
+    def read(self, metrics: Mapping[str, Any], steps_completed: int | None) -> tuple[float, float]:
+        """(value, time) of a validation that `missing` accepted, for a reader with a time metric."""
+        value, time = self.value(metrics), self.time(metrics, steps_completed)
+        if value is None or time is None:
+            raise ValueError(self.missing(metrics, steps_completed) or "this searcher has no time metric to read")
+        return value, time
+
     def missing(self, metrics: Mapping[str, Any], steps_completed: int | None) -> str | None:
         """Why a validation can't be used (naming the metric and what was reported), or None."""
         if self.value(metrics) is None:
@@ -108,10 +115,7 @@ def rung_units(total: int, divisor: float, num_rungs: int) -> list[int]:
     out = []
     for i in range(num_rungs):
         power = num_rungs - 1 - i
-        if float(divisor).is_integer():
-            units = total // (int(divisor) ** power)
-        else:
-            units = math.floor(total / (divisor ** power))
+        units = total // int(divisor) ** power if float(divisor).is_integer() else math.floor(total / divisor ** power)
         out.append(max(int(units), 1))
     return out
 

@@ -121,7 +121,7 @@ def plan_brackets(settings: AdaptiveAshaSettings, total: int) -> tuple[list[int]
     return rungs, trials, bracket_max_concurrent(settings.max_concurrent_trials, divisor, trials)
 
 
-def draw_trial(ctx: SearchContext, space: HParamSpace, model: Any) -> tuple[str, dict, int]:
+def draw_trial(ctx: SearchContext, space: HParamSpace, model: Any) -> tuple[str, dict[str, Any], int]:
     """(request id, hyperparameters, seed) of a new trial: drawn at random (Determined's order of draws), or
     asked of the model."""
     if model is None:
@@ -132,11 +132,12 @@ def draw_trial(ctx: SearchContext, space: HParamSpace, model: Any) -> tuple[str,
     return rid, model.ask(rid), ctx.trial_seed()
 
 
-def _metric_of(entry: list) -> float:
-    return entry[0]
+def _metric_of(entry: list[Any]) -> float:
+    metric: float = entry[0]
+    return metric
 
 
-def _insert(rung: list[list], metric: float, rid: str) -> int:
+def _insert(rung: list[list[Any]], metric: float, rid: str) -> int:
     """Insert into an ascending list of `[metric, rid, ...]`, after equal values; the index."""
     pos = bisect.bisect_right(rung, metric, key=_metric_of)
     rung.insert(pos, [metric, rid])
@@ -156,7 +157,7 @@ class Bracket:
         self.max_concurrent = max_concurrent
         self.total = total
         self.units = rung_units(total, divisor, num_rungs)
-        self.rungs: list[list[list]] = [[] for _ in range(num_rungs)]
+        self.rungs: list[list[list[Any]]] = [[] for _ in range(num_rungs)]
         self.trial_rung: dict[str, int] = {}
         self.stopped: set[str] = set()
         self.exited: set[str] = set()
@@ -254,7 +255,7 @@ class Bracket:
 
     # -- state --------------------------------------------------------------------------------
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         return {
             "rungs": self.rungs,
             "trial_rung": [[rid, r] for rid, r in self.trial_rung.items()],
@@ -266,7 +267,7 @@ class Bracket:
             "errored": self.errored,
         }
 
-    def load(self, state: Mapping) -> None:
+    def load(self, state: Mapping[str, Any]) -> None:
         self.rungs = [[[float(m), str(r)] for m, r in rung] for rung in state["rungs"]]
         self.trial_rung = {str(rid): int(r) for rid, r in state["trial_rung"]}
         self.stopped = set(state["stopped"])
@@ -276,7 +277,7 @@ class Bracket:
         self.exited_valid = int(state["exited_valid"])
         self.errored = int(state["errored"])
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {"num_rungs": self.num_rungs, "max_trials": self.max_trials,
                 "max_concurrent_trials": self.max_concurrent, "rung_lengths": list(self.units)}
 
@@ -319,7 +320,7 @@ class Tournament(SearchMethod):
             actions += self._route(i, bracket.initial_operations())
         return actions
 
-    def on_validation_completed(self, request_id: str, metrics: dict, steps_completed: int) -> list[Action]:
+    def on_validation_completed(self, request_id: str, metrics: dict[str, Any], steps_completed: int) -> list[Action]:
         index = self.owner.get(request_id)
         if index is None or self.shutdown:
             return []
@@ -348,10 +349,10 @@ class Tournament(SearchMethod):
     def milestones(self) -> list[int]:
         return sorted({u for b in self.brackets for u in b.units})
 
-    def describe(self) -> list[dict]:
+    def describe(self) -> list[dict[str, Any]]:
         return [b.describe() for b in self.brackets]
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         return {
             "kind": type(self).__name__,
             "ctx": self.ctx.snapshot(),
@@ -362,7 +363,7 @@ class Tournament(SearchMethod):
             **({"model": self.model.state()} if self.model is not None else {}),
         }
 
-    def restore(self, snapshot: dict) -> None:
+    def restore(self, snapshot: dict[str, Any]) -> None:
         self.ctx.restore(snapshot["ctx"])
         self.started = bool(snapshot["started"])
         self.shutdown = bool(snapshot["shutdown"])

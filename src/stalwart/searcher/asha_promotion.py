@@ -45,8 +45,9 @@ from stalwart.searcher.space import HParamSpace
 RUNNING, PAUSED, CLOSED = "running", "paused", "closed"
 
 
-def _metric_of(entry: list) -> float:
-    return entry[0]
+def _metric_of(entry: list[Any]) -> float:
+    metric: float = entry[0]
+    return metric
 
 
 class PromotionBracket:
@@ -66,7 +67,7 @@ class PromotionBracket:
         else:
             self.capacity = max(1, min(int(divisor ** (num_rungs - 1)), max_trials))
         # rung entries: [metric, rid, promoted]
-        self.rungs: list[list[list]] = [[] for _ in range(num_rungs)]
+        self.rungs: list[list[list[Any]]] = [[] for _ in range(num_rungs)]
         self.outstanding = [0] * num_rungs  # trials training toward each rung
         self.trial_rung: dict[str, int] = {}
         self.status: dict[str, str] = {}
@@ -254,7 +255,7 @@ class PromotionBracket:
 
     # -- state --------------------------------------------------------------------------------
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         return {
             "rungs": self.rungs,
             "outstanding": list(self.outstanding),
@@ -264,7 +265,7 @@ class PromotionBracket:
             "counts": [self.invalid, self.closed_valid, self.exited_valid, self.errored, self.closed_upto],
         }
 
-    def load(self, state: Mapping) -> None:
+    def load(self, state: Mapping[str, Any]) -> None:
         self.rungs = [[[float(m), str(r), bool(p)] for m, r, p in rung] for rung in state["rungs"]]
         self.outstanding = [int(x) for x in state["outstanding"]]
         self.trial_rung = {str(rid): int(r) for rid, r, _ in state["trials"]}
@@ -276,6 +277,6 @@ class PromotionBracket:
         self.n_running = sum(1 for s in self.status.values() if s == RUNNING)
         self.n_finished = sum(1 for rid, s in self.status.items() if s == CLOSED and rid in self.exited)
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {"num_rungs": self.num_rungs, "max_trials": self.max_trials,
                 "max_concurrent_trials": self.capacity, "rung_lengths": list(self.units)}

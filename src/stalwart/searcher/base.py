@@ -42,7 +42,7 @@ from __future__ import annotations
 import abc
 import enum
 from dataclasses import dataclass
-from typing import Union
+from typing import Any
 
 from stalwart.config import SearcherSettings
 
@@ -56,7 +56,7 @@ class Create:
     """
 
     request_id: str
-    hparams: dict
+    hparams: dict[str, Any]
     seed: int
     length: int | None
     checkpoint_from: str | None = None
@@ -94,7 +94,7 @@ class Shutdown:
     cancel: bool = False
 
 
-Action = Union[Create, Stop, Pause, Resume, Shutdown]
+Action = Create | Stop | Pause | Resume | Shutdown
 
 
 class TrialExit(str, enum.Enum):
@@ -118,7 +118,7 @@ class SearchMethod(abc.ABC):
         """The first actions; calling it again (e.g. after a restore) returns []."""
 
     @abc.abstractmethod
-    def on_validation_completed(self, request_id: str, metrics: dict, steps_completed: int) -> list[Action]:
+    def on_validation_completed(self, request_id: str, metrics: dict[str, Any], steps_completed: int) -> list[Action]:
         """A trial reported validation `metrics` (the whole dict, so time metrics such as `batches` are there)."""
 
     @abc.abstractmethod
@@ -130,11 +130,11 @@ class SearchMethod(abc.ABC):
         """Overall progress 0..1 given each trial's own progress 0..1."""
 
     @abc.abstractmethod
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         """The whole state as a JSON-serialisable dict (random generator included)."""
 
     @abc.abstractmethod
-    def restore(self, snapshot: dict) -> None:
+    def restore(self, snapshot: dict[str, Any]) -> None:
         """Load a `snapshot()` into a searcher freshly built from the same config."""
 
     def milestones(self) -> list[int]:

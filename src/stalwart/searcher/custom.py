@@ -79,13 +79,13 @@ class Operation:
 
 
 class Create(Operation):
-    def __init__(self, request_id: Any, hparams: dict, checkpoint: Any = None) -> None:
+    def __init__(self, request_id: Any, hparams: dict[str, Any], checkpoint: Any = None) -> None:
         self.request_id = request_id
         self.hparams = hparams
         self.checkpoint = checkpoint
 
     @classmethod
-    def new(cls, hparams: dict, checkpoint: Any = None) -> Create:
+    def new(cls, hparams: dict[str, Any], checkpoint: Any = None) -> Create:
         """A Create with a fresh request id (uuid4 uses os.urandom: for user code only)."""
         return cls(uuid.uuid4(), hparams, checkpoint)
 
@@ -116,10 +116,10 @@ class SearcherState:
     """What the user's hooks see, as in 0.37."""
 
     def __init__(self) -> None:
-        self.failures: set = set()
-        self.trial_progress: dict = {}
-        self.trials_closed: set = set()
-        self.trials_created: set = set()
+        self.failures: set[Any] = set()
+        self.trial_progress: dict[str, Any] = {}
+        self.trials_closed: set[Any] = set()
+        self.trials_created: set[Any] = set()
         self.last_event_id = 0
         self.experiment_completed = False
         self.experiment_failed = False
@@ -164,7 +164,7 @@ def _kind(op: Any) -> str:
     return type(op).__name__
 
 
-def _encode_id(request_id: Any) -> list:
+def _encode_id(request_id: Any) -> list[Any]:
     if isinstance(request_id, uuid.UUID):
         return ["uuid", str(request_id)]
     if isinstance(request_id, int) and not isinstance(request_id, bool):
@@ -172,7 +172,7 @@ def _encode_id(request_id: Any) -> list:
     return ["str", str(request_id)]
 
 
-def _decode_id(encoded: list) -> Any:
+def _decode_id(encoded: list[Any]) -> Any:
     kind, text = encoded
     if kind == "uuid":
         return uuid.UUID(text)
@@ -184,7 +184,7 @@ def _decode_id(encoded: list) -> Any:
 class CustomSearch(SearchMethod):
     """Wraps a user's search method object (Determined's custom searcher API)."""
 
-    def __init__(self, user_method: Any, config: Mapping, *, experiment_seed: int | None = None) -> None:
+    def __init__(self, user_method: Any, config: Mapping[str, Any], *, experiment_seed: int | None = None) -> None:
         from stalwart.config import searcher_settings, views
 
         settings = searcher_settings(config)  # the config's typed settings: `unit` and `metric` as checked there
@@ -196,7 +196,7 @@ class CustomSearch(SearchMethod):
         self.ctx = SearchContext(seed)
         self.reader = MetricReader(settings.metric, True, settings.unit)
         self.state = SearcherState()
-        self.trials: dict[str, dict] = {}  # rid -> {id, status, target, queue}
+        self.trials: dict[str, dict[str, Any]] = {}  # rid -> {id, status, target, queue}
         self.last_progress = 0.0
         self.started = False
         self.shutdown = False
@@ -208,7 +208,7 @@ class CustomSearch(SearchMethod):
         ops = getattr(self.user, hook)(self.state, *args)
         return self._apply(list(ops or []))
 
-    def _apply(self, ops: list) -> list[Action]:
+    def _apply(self, ops: list[Any]) -> list[Action]:
         actions: list[Action] = []
         created_at: dict[str, int] = {}  # rid -> index of its Create in `actions`
         follow_ups: list[str] = []
@@ -249,7 +249,7 @@ class CustomSearch(SearchMethod):
             actions += self._call("on_trial_created", _decode_id(trial["id"]))
         return actions
 
-    def _validate_after(self, rid: str, length: int, created_at: dict[str, int], actions: list) -> list[Action]:
+    def _validate_after(self, rid: str, length: int, created_at: dict[str, int], actions: list[Any]) -> list[Action]:
         trial = self.trials.get(rid)
         if trial is None or trial["status"] == CLOSED:
             return []
@@ -296,7 +296,7 @@ class CustomSearch(SearchMethod):
         self.state.last_event_id += 1
         return self._apply(list(self.user.initial_operations(self.state) or []))
 
-    def on_validation_completed(self, request_id: str, metrics: dict, steps_completed: int) -> list[Action]:
+    def on_validation_completed(self, request_id: str, metrics: dict[str, Any], steps_completed: int) -> list[Action]:
         trial = self.trials.get(request_id)
         if trial is None or trial["status"] != RUNNING or trial["target"] is None or self.shutdown:
             return []
@@ -357,7 +357,7 @@ class CustomSearch(SearchMethod):
 
     # -- state --------------------------------------------------------------------------------
 
-    def _save_user_state(self) -> dict | None:
+    def _save_user_state(self) -> dict[str, Any] | None:
         save = getattr(self.user, "save_method_state", None)
         if save is None:
             return None
@@ -375,7 +375,7 @@ class CustomSearch(SearchMethod):
                     files[str(full.relative_to(path))] = base64.b64encode(full.read_bytes()).decode()
             return {"dir": files}
 
-    def _load_user_state(self, saved: Mapping | None) -> None:
+    def _load_user_state(self, saved: Mapping[str, Any] | None) -> None:
         load = getattr(self.user, "load_method_state", None)
         if load is None or saved is None:
             return
@@ -390,12 +390,12 @@ class CustomSearch(SearchMethod):
                     target.write_bytes(base64.b64decode(data))
             load(path)
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         s = self.state
         ids = [t["id"] for t in self.trials.values()]
         by_user = {str(_decode_id(i)): i for i in ids}
 
-        def enc(values: Any) -> list:
+        def enc(values: Any) -> list[Any]:
             return [by_user.get(str(v), _encode_id(v)) for v in values]
 
         return {
@@ -415,7 +415,7 @@ class CustomSearch(SearchMethod):
             "method_state": self._save_user_state(),
         }
 
-    def restore(self, snapshot: dict) -> None:
+    def restore(self, snapshot: dict[str, Any]) -> None:
         self.ctx.restore(snapshot["ctx"])
         self.trials = {str(rid): {"id": list(i), "status": status, "target": target, "queue": list(queue),
                                   "exited": bool(exited)}

@@ -38,6 +38,7 @@ import heapq
 import math
 import random
 from collections.abc import Mapping
+from typing import Any
 
 from stalwart.searcher.space import HParamSpace, Leaf
 
@@ -54,11 +55,11 @@ class EvolutionModel:
     def __init__(self, space: HParamSpace, rng: random.Random) -> None:
         self.space = space
         self.rng = rng
-        self.records: dict[str, dict] = {}  # rid -> {"hparams": ..., "rungs": [[length, value], ...]}
+        self.records: dict[str, dict[str, Any]] = {}  # rid -> {"hparams": ..., "rungs": [[length, value], ...]}
         self.at_length: dict[float, dict[str, float]] = {}  # rung length -> {rid: value there}
         self.age: dict[str, int] = {}  # rid -> the order it was asked in (ties in the elite: the older first)
 
-    def ask(self, rid: str) -> dict:
+    def ask(self, rid: str) -> dict[str, Any]:
         """Hyperparameters for the new trial `rid`."""
         length = self.comparison_length()
         if length is not None and self.rng.random() < EXPLOIT_PROBABILITY:
@@ -89,7 +90,7 @@ class EvolutionModel:
         return heapq.nsmallest(max(2, math.ceil(TOP_FRACTION * len(results))), results,
                                key=lambda rid: (results[rid], self.age[rid]))
 
-    def mutate(self, hparams: Mapping) -> dict:
+    def mutate(self, hparams: Mapping[str, Any]) -> dict[str, Any]:
         """A child of `hparams`: rule 3 of the module docstring."""
         return self.space.mutate(hparams, self.rng, RESAMPLE_PROBABILITY, self._step)
 
@@ -121,10 +122,10 @@ class EvolutionModel:
                 self.at_length[step].pop(rid, None)
             self.records[rid]["rungs"] = []
 
-    def state(self) -> list[dict]:
+    def state(self) -> list[dict[str, Any]]:
         return [{"rid": rid, **copy.deepcopy(record)} for rid, record in self.records.items()]
 
-    def load(self, records: list[Mapping]) -> None:
+    def load(self, records: list[Mapping[str, Any]]) -> None:
         self.records, self.at_length = {}, {}
         self.age = {r["rid"]: i for i, r in enumerate(records)}
         for r in records:

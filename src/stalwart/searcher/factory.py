@@ -6,12 +6,14 @@
 | RandomSettings (random) | RandomSearch | random_search |
 | GridSettings (grid) | GridSearch | grid |
 | AsyncHalvingSettings (async_halving) | Tournament of one stop-based Bracket | asha |
-| AdaptiveAshaSettings (adaptive_asha) | Tournament of stop-based Brackets (`sampler: tpe` / `evolution`: fed by an OptunaModel / EvolutionModel) | asha |
-| AshaPromotionSettings, or halving settings with `stop_once: false` set | Tournament of PromotionBrackets | asha_promotion |
+| AdaptiveAshaSettings (adaptive_asha) | Tournament of stop-based Brackets (*) | asha |
+| AshaPromotionSettings or halving settings with `stop_once: false` | Tournament of PromotionBrackets | asha_promotion |
 | HyperbandSettings (hyperband) | HyperbandSearch | hyperband |
 | PBTSettings (pbt) | PBTSearch | pbt |
 | OptunaSettings (optuna) | OptunaSearch (needs the optional optuna package) | optuna_search |
 | CustomSettings (custom) | CustomSearch(user_method, config) | custom |
+
+(*) with `sampler: tpe` or `evolution`, fed by an OptunaModel or an EvolutionModel.
 
 The settings are taken as they are: every field was checked and defaulted by
 `stalwart.config.searcher`, so nothing here validates or defaults a field. The only errors raised
@@ -128,7 +130,8 @@ def _custom(config: Mapping[str, Any], custom_method: Any) -> SearchMethod:
     if custom_method is None:
         raise ConfigError(
             "searcher.name: 'custom' needs the user's search method object",
-            details=["searcher.name: the master builds CustomSearch(user_method, config) with the class from the context"],
+            details=["searcher.name: the master builds CustomSearch(user_method, config) "
+                     "with the class from the context"],
         )
     from stalwart.searcher.custom import CustomSearch
 

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from stalwart.searcher._common import SearchContext
 from stalwart.searcher.random_search import PoolSearch
@@ -32,14 +33,14 @@ class GridSearch(PoolSearch):
         super().__init__(SearchContext(experiment_seed), self.size, max_concurrent, length)
         self.taken = 0
 
-    def next_hparams(self) -> dict:
+    def next_hparams(self) -> dict[str, Any]:
         point = self.space.grid_point(self.size - 1 - self.taken, self._axes)
         self.taken += 1
         return point
 
-    def _state(self) -> dict:
+    def _state(self) -> dict[str, Any]:
         return {**super()._state(), "taken": self.taken}
 
-    def _load(self, state: Mapping) -> None:
+    def _load(self, state: Mapping[str, Any]) -> None:
         super()._load(state)
         self.taken = int(state["taken"])

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 from stalwart.searcher._common import WORST, MetricReader, SearchContext, clamp_progress, floor_log, rung_units
 from stalwart.searcher.base import Action, Create, Pause, Resume, SearchMethod, Shutdown, Stop, TrialExit
@@ -71,7 +72,9 @@ class _Bracket:
         counts = [n_trials]
         for _ in range(num_rungs - 1):
             counts.append(max(int(counts[-1] // divisor), 1))
-        self.planned = sum(c * (u - (self.units[i - 1] if i else 0)) for i, (c, u) in enumerate(zip(counts, self.units)))
+        # rung_units gives one length per rung, as many as `counts`
+        planned = enumerate(zip(counts, self.units, strict=True))
+        self.planned = sum(c * (u - (self.units[i - 1] if i else 0)) for i, (c, u) in planned)
         self.done_units = 0
 
     def has_job(self) -> bool:
@@ -83,12 +86,12 @@ class _Bracket:
     def increment(self, rung: int) -> int:
         return self.units[rung] - (self.units[rung - 1] if rung else 0)
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         return {"rung": self.rung, "members": self.members, "results": [[r, v] for r, v in self.results.items()],
                 "to_create": self.to_create, "resumes": self.resumes, "finished": self.finished,
                 "done_units": self.done_units}
 
-    def load(self, state: Mapping) -> None:
+    def load(self, state: Mapping[str, Any]) -> None:
         self.rung = int(state["rung"])
         self.members = [str(r) for r in state["members"]]
         self.results = {str(r): float(v) for r, v in state["results"]}
@@ -108,7 +111,8 @@ class HyperbandSearch(SearchMethod):
         self.total = total
         self.divisor = divisor
         self.max_concurrent = max_concurrent
-        self.brackets = [_Bracket(r, n, divisor, total) for r, n in hyperband_plan(total, divisor, max_rungs, max_trials)]
+        plan = hyperband_plan(total, divisor, max_rungs, max_trials)
+        self.brackets = [_Bracket(r, n, divisor, total) for r, n in plan]
         self.owner: dict[str, int] = {}
         self.status: dict[str, str] = {}
         self.exited: set[str] = set()
@@ -212,7 +216,7 @@ class HyperbandSearch(SearchMethod):
         self.started = True
         return self._finish([])
 
-    def on_validation_completed(self, request_id: str, metrics: dict, steps_completed: int) -> list[Action]:
+    def on_validation_completed(self, request_id: str, metrics: dict[str, Any], steps_completed: int) -> list[Action]:
         if self.status.get(request_id) != RUNNING or self.shutdown:
             return []
         bracket = self.brackets[self.owner[request_id]]
@@ -220,9 +224,10 @@ class HyperbandSearch(SearchMethod):
         if problem is not None:
             self.shutdown = True
             return [Shutdown(failure=True, reason=f"trial {request_id}: {problem}")]
-        if self.reader.time(metrics, steps_completed) < bracket.units[bracket.rung]:
+        value, time = self.reader.read(metrics, steps_completed)
+        if time < bracket.units[bracket.rung]:
             return []
-        return self._finish(self._result(bracket, request_id, self.reader.value(metrics)))
+        return self._finish(self._result(bracket, request_id, value))
 
     def on_trial_exited(self, request_id: str, how: TrialExit) -> list[Action]:
         status = self.status.get(request_id)
@@ -256,7 +261,7 @@ class HyperbandSearch(SearchMethod):
     def milestones(self) -> list[int]:
         return sorted({u for b in self.brackets for u in b.units})
 
-    def describe(self) -> list[dict]:
+    def describe(self) -> list[dict[str, Any]]:
         out = []
         for b in self.brackets:
             counts = [b.n_trials]
@@ -268,7 +273,7 @@ class HyperbandSearch(SearchMethod):
 
     # -- state --------------------------------------------------------------------------------
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         return {
             "kind": "HyperbandSearch",
             "ctx": self.ctx.snapshot(),
@@ -281,7 +286,7 @@ class HyperbandSearch(SearchMethod):
             "brackets": [b.state() for b in self.brackets],
         }
 
-    def restore(self, snapshot: dict) -> None:
+    def restore(self, snapshot: dict[str, Any]) -> None:
         self.ctx.restore(snapshot["ctx"])
         self.owner = {str(rid): int(i) for rid, i, _ in snapshot["trials"]}
         self.status = {str(rid): str(s) for rid, _, s in snapshot["trials"]}

@@ -65,16 +65,16 @@ class OptunaModel:
         self.sampler_name = sampler
         self.minimize = minimize
         self.distributions = self._distributions()
-        self.records: list[dict] = []  # one per asked trial, in number order
+        self.records: list[dict[str, Any]] = []  # one per asked trial, in number order
         self.by_rid: dict[str, int] = {}
         self.handles: dict[int, Any] = {}  # number -> optuna Trial of a trial still running
         self.study = self._new_study()
 
     # -- optuna plumbing ----------------------------------------------------------------------
 
-    def _distributions(self) -> dict:
+    def _distributions(self) -> dict[str, Any]:
         d = self.optuna.distributions
-        out: dict = {}
+        out: dict[str, Any] = {}
         for leaf in self.space.searchable:
             spec = leaf.spec
             if leaf.kind == "int":
@@ -101,7 +101,7 @@ class OptunaModel:
                 return samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
             return samplers.TPESampler(seed=seed)
 
-    def _to_hparams(self, params: Mapping) -> dict:
+    def _to_hparams(self, params: Mapping[str, Any]) -> dict[str, Any]:
         values = {}
         for leaf in self.space.searchable:
             value = params[leaf.name]
@@ -125,7 +125,7 @@ class OptunaModel:
 
     # -- the searcher's side ------------------------------------------------------------------
 
-    def ask(self, rid: str) -> dict:
+    def ask(self, rid: str) -> dict[str, Any]:
         """Hyperparameters for the new trial `rid`."""
         self.study.sampler = self._sampler(self.rng.randint(0, 2**31 - 1))
         with warnings.catch_warnings():
@@ -138,7 +138,7 @@ class OptunaModel:
                              "system_attrs": _jsonable(dict(self._frozen(trial.number).system_attrs))})
         return self._to_hparams(trial.params)
 
-    def record(self, rid: str) -> dict | None:
+    def record(self, rid: str) -> dict[str, Any] | None:
         index = self.by_rid.get(rid)
         return None if index is None else self.records[index]
 
@@ -186,10 +186,10 @@ class OptunaModel:
 
     # -- state --------------------------------------------------------------------------------
 
-    def state(self) -> list[dict]:
+    def state(self) -> list[dict[str, Any]]:
         return self.records
 
-    def load(self, records: list[Mapping]) -> None:
+    def load(self, records: list[Mapping[str, Any]]) -> None:
         self.records = [{**r, "steps": dict(r.get("steps") or {})} for r in records]  # never aliases the snapshot
         self.by_rid = {r["rid"]: i for i, r in enumerate(self.records) if "rid" in r}
         self.handles = {}

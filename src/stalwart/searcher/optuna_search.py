@@ -22,6 +22,7 @@ Optuna is imported only when this searcher is built; without it, building raises
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from stalwart.searcher._common import MetricReader, SearchContext
 from stalwart.searcher.base import Action, TrialExit
@@ -41,13 +42,13 @@ class OptunaSearch(PoolSearch):
         # values are told as reported (not sign-flipped), so the study's direction follows the metric
         self.model = OptunaModel(space, self.ctx.rng, sampler, minimize=reader.sign > 0)
 
-    def next_hparams(self) -> dict:
+    def next_hparams(self) -> dict[str, Any]:
         # PoolSearch._create gives the new trial the next request id right after this call
         return self.model.ask(str(self.ctx.next_id))
 
     # -- events -------------------------------------------------------------------------------
 
-    def on_validation_completed(self, request_id: str, metrics: dict, steps_completed: int) -> list[Action]:
+    def on_validation_completed(self, request_id: str, metrics: dict[str, Any], steps_completed: int) -> list[Action]:
         if request_id not in self.live:
             return []
         value = self.reader.value(metrics)
@@ -66,9 +67,9 @@ class OptunaSearch(PoolSearch):
 
     # -- state --------------------------------------------------------------------------------
 
-    def _state(self) -> dict:
+    def _state(self) -> dict[str, Any]:
         return {**super()._state(), "records": self.model.state()}
 
-    def _load(self, state: Mapping) -> None:
+    def _load(self, state: Mapping[str, Any]) -> None:
         super()._load(state)
         self.model.load(state["records"])

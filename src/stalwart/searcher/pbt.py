@@ -34,6 +34,8 @@ Progress: `(round + reported / population_size) / num_rounds`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from stalwart.searcher._common import WORST, MetricReader, SearchContext, clamp_progress
 from stalwart.searcher.base import Action, Create, Pause, Resume, SearchMethod, Shutdown, Stop, TrialExit
 from stalwart.searcher.space import HParamSpace
@@ -58,7 +60,7 @@ class PBTSearch(SearchMethod):
         self.round = 0
         self.members: list[str] = []
         self.results: dict[str, float] = {}
-        self.trials: dict[str, dict] = {}  # rid -> {hparams, target, parent, status}
+        self.trials: dict[str, dict[str, Any]] = {}  # rid -> {hparams, target, parent, status}
         self.exited: set[str] = set()
         self.early_exit: set[str] = set()
         self.errored = 0
@@ -81,7 +83,8 @@ class PBTSearch(SearchMethod):
         return Create(rid, hparams, seed, target, checkpoint_from=parent)
 
     def _status(self, rid: str) -> str:
-        return self.trials[rid]["status"]
+        status: str = self.trials[rid]["status"]
+        return status
 
     def _set(self, rid: str, status: str) -> None:
         self.trials[rid]["status"] = status
@@ -167,7 +170,7 @@ class PBTSearch(SearchMethod):
             actions.append(create)
         return actions
 
-    def on_validation_completed(self, request_id: str, metrics: dict, steps_completed: int) -> list[Action]:
+    def on_validation_completed(self, request_id: str, metrics: dict[str, Any], steps_completed: int) -> list[Action]:
         trial = self.trials.get(request_id)
         if trial is None or trial["status"] != RUNNING or self.shutdown:
             return []
@@ -175,9 +178,10 @@ class PBTSearch(SearchMethod):
         if problem is not None:
             self.shutdown = True
             return [Shutdown(failure=True, reason=f"trial {request_id}: {problem}")]
-        if self.reader.time(metrics, steps_completed) < trial["target"]:
+        value, time = self.reader.read(metrics, steps_completed)
+        if time < trial["target"]:
             return []
-        return self._finish(self._record(request_id, self.reader.value(metrics)))
+        return self._finish(self._record(request_id, value))
 
     def on_trial_exited(self, request_id: str, how: TrialExit) -> list[Action]:
         trial = self.trials.get(request_id)
@@ -213,7 +217,7 @@ class PBTSearch(SearchMethod):
 
     # -- state --------------------------------------------------------------------------------
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         return {
             "kind": "PBTSearch",
             "ctx": self.ctx.snapshot(),
@@ -227,7 +231,7 @@ class PBTSearch(SearchMethod):
             "flags": [self.started, self.finished, self.shutdown],
         }
 
-    def restore(self, snapshot: dict) -> None:
+    def restore(self, snapshot: dict[str, Any]) -> None:
         self.ctx.restore(snapshot["ctx"])
         self.round = int(snapshot["round"])
         self.members = [str(r) for r in snapshot["members"]]

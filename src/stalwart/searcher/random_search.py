@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from stalwart.searcher._common import SearchContext, clamp_progress
 from stalwart.searcher.base import Action, Create, SearchMethod, Shutdown, TrialExit
@@ -41,7 +42,7 @@ class PoolSearch(SearchMethod):
         self.shutdown = False
 
     # Subclasses give the points.
-    def next_hparams(self) -> dict:
+    def next_hparams(self) -> dict[str, Any]:
         raise NotImplementedError
 
     def _create(self) -> Create:
@@ -64,7 +65,7 @@ class PoolSearch(SearchMethod):
         self.started = True
         return self._fill()
 
-    def on_validation_completed(self, request_id: str, metrics: dict, steps_completed: int) -> list[Action]:
+    def on_validation_completed(self, request_id: str, metrics: dict[str, Any], steps_completed: int) -> list[Action]:
         return []
 
     def on_trial_exited(self, request_id: str, how: TrialExit) -> list[Action]:
@@ -90,13 +91,13 @@ class PoolSearch(SearchMethod):
         running = sum(clamp_progress(trial_progress.get(rid, 0.0)) for rid in self.live)
         return clamp_progress((self.closed + running) / max(self.max_trials, 1))
 
-    def _state(self) -> dict:
+    def _state(self) -> dict[str, Any]:
         return {
             "started": self.started, "created": self.created, "live": list(self.live),
             "closed": self.closed, "errored": self.errored, "shutdown": self.shutdown,
         }
 
-    def _load(self, state: Mapping) -> None:
+    def _load(self, state: Mapping[str, Any]) -> None:
         self.started = bool(state["started"])
         self.created = int(state["created"])
         self.live = [str(r) for r in state["live"]]
@@ -104,10 +105,10 @@ class PoolSearch(SearchMethod):
         self.errored = int(state["errored"])
         self.shutdown = bool(state["shutdown"])
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         return {"kind": type(self).__name__, "ctx": self.ctx.snapshot(), "state": self._state()}
 
-    def restore(self, snapshot: dict) -> None:
+    def restore(self, snapshot: dict[str, Any]) -> None:
         self.ctx.restore(snapshot["ctx"])
         self._load(snapshot["state"])
 
@@ -120,5 +121,5 @@ class RandomSearch(PoolSearch):
         super().__init__(SearchContext(experiment_seed), max_trials, max_concurrent, length)
         self.space = space
 
-    def next_hparams(self) -> dict:
+    def next_hparams(self) -> dict[str, Any]:
         return self.space.sample(self.ctx.rng)

@@ -48,7 +48,7 @@ class SimulatedExit(Exception):
 @dataclass
 class SimTrial:
     request_id: str
-    hparams: dict
+    hparams: dict[str, Any]
     seed: int
     created_at: float
     target: int
@@ -96,14 +96,14 @@ class SimulationResult:
         return dict(sorted(out.items()))
 
 
-def _call_metric(metric_fn: Callable, hparams: dict, step: float) -> tuple[float, float]:
+def _call_metric(metric_fn: Callable[..., Any], hparams: dict[str, Any], step: float) -> tuple[float, float]:
     value = metric_fn(hparams, step)
     if isinstance(value, tuple):
         return float(value[0]), float(value[1])
     return float(value), float(step)
 
 
-def simulate(config: Mapping, metric_fn: Callable[[dict, float], Any], *, max_workers: int,
+def simulate(config: Mapping[str, Any], metric_fn: Callable[[dict[str, Any], float], Any], *, max_workers: int,
              validate_every: int | None = None, time_limit: float | None = None,
              default_length: int = 100, search: SearchMethod | None = None,
              max_events: int = 10_000_000) -> SimulationResult:
@@ -193,6 +193,7 @@ def simulate(config: Mapping, metric_fn: Callable[[dict, float], Any], *, max_wo
     def apply(actions: list[Action]) -> None:
         nonlocal shutdown
         pausing: list[str] = []
+        trial: SimTrial | None  # the trial an action names; None when it is unknown
         for action in actions:
             log.append((now, action))
             if isinstance(action, Create):
@@ -299,7 +300,7 @@ class Preview:
     total_trials: int
     unit: str
     rows: list[tuple[int, int]]  # (trials, trained length), shortest first
-    brackets: list[dict]  # per bracket: rung lengths and how many trials reached each rung
+    brackets: list[dict[str, Any]]  # per bracket: rung lengths and how many trials reached each rung
 
     def text(self) -> str:
         lines = [f"Searcher: {self.searcher}",
@@ -323,13 +324,13 @@ def _length(settings: SearcherSettings) -> TrialLength | None:
     return length if isinstance(length, TrialLength) else None
 
 
-def preview(config: Mapping, *, max_workers: int | None = None, seed: int | None = None) -> Preview:
+def preview(config: Mapping[str, Any], *, max_workers: int | None = None, seed: int | None = None) -> Preview:
     """Simulate the search with a random metric (seeded by `seed` or the experiment seed)."""
     from stalwart.searcher.factory import make_search_method
 
     base = seed if seed is not None else (views.experiment_seed(config) or 0)
 
-    def metric_fn(hparams: dict, step: float) -> float:
+    def metric_fn(hparams: dict[str, Any], step: float) -> float:
         rng = random.Random(f"{base}:{json.dumps(hparams, sort_keys=True, default=str)}")
         return rng.random() + 0.0 * step
 

@@ -9,6 +9,8 @@ legacy max_length value.
 
 from __future__ import annotations
 
+from typing import Any
+
 from stalwart.searcher.base import Action, TrialExit
 from stalwart.searcher.random_search import RandomSearch
 from stalwart.searcher.space import HParamSpace
@@ -18,7 +20,7 @@ class SingleSearch(RandomSearch):
     replace_invalid = False
     failure_reason = "the trial failed"
 
-    def __init__(self, hparams: dict | HParamSpace, experiment_seed: int | None, length: int | None) -> None:
+    def __init__(self, hparams: dict[str, Any] | HParamSpace, experiment_seed: int | None, length: int | None) -> None:
         space = hparams if isinstance(hparams, HParamSpace) else HParamSpace(hparams)
         super().__init__(space, experiment_seed, 1, 1, length)
 

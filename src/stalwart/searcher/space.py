@@ -48,7 +48,7 @@ class Leaf:
 
     path: tuple[str, ...]
     kind: str
-    spec: Mapping
+    spec: Mapping[str, Any]
 
     @property
     def name(self) -> str:
@@ -60,14 +60,14 @@ class Leaf:
 
     # Bounds of the value (not of the exponent, for log).
     def low(self) -> float:
-        if self.kind == "log":
-            return self.base ** float(self.spec["minval"])
-        return self.spec["minval"]
+        # float ** float is typed Any (a negative base gives a complex); the config checked base > 0
+        # and that minval is a number (int or float)
+        low: float = self.base ** float(self.spec["minval"]) if self.kind == "log" else self.spec["minval"]
+        return low
 
     def high(self) -> float:
-        if self.kind == "log":
-            return self.base ** float(self.spec["maxval"])
-        return self.spec["maxval"]
+        high: float = self.base ** float(self.spec["maxval"]) if self.kind == "log" else self.spec["maxval"]
+        return high
 
     @property
     def base(self) -> float:
@@ -86,12 +86,12 @@ def _is_typed(spec: Any) -> bool:
 class HParamSpace:
     """The leaves and group structure of a `hyperparameters` section."""
 
-    def __init__(self, hparams: Mapping | None) -> None:
+    def __init__(self, hparams: Mapping[str, Any] | None) -> None:
         self.leaves: list[Leaf] = []
         self._groups: list[tuple[str, ...]] = []  # every nested group, empty ones included
         self._walk(hparams or {}, ())
 
-    def _walk(self, group: Mapping, prefix: tuple[str, ...]) -> None:
+    def _walk(self, group: Mapping[str, Any], prefix: tuple[str, ...]) -> None:
         for key in sorted(group, key=str):
             spec = group[key]
             path = prefix + (str(key),)
@@ -127,9 +127,9 @@ class HParamSpace:
 
     # -- building the trial's dict -------------------------------------------------------------
 
-    def build(self, values: Mapping[tuple[str, ...], Any]) -> dict:
+    def build(self, values: Mapping[tuple[str, ...], Any]) -> dict[str, Any]:
         """The nested dict for per-leaf `values` (const leaves are filled in)."""
-        out: dict = {}
+        out: dict[str, Any] = {}
         for group in self._groups:
             node = out
             for part in group:
@@ -145,13 +145,13 @@ class HParamSpace:
         return out
 
     @staticmethod
-    def lookup(hparams: Mapping, path: tuple[str, ...]) -> Any:
+    def lookup(hparams: Mapping[str, Any], path: tuple[str, ...]) -> Any:
         node: Any = hparams
         for part in path:
             node = node[part]
         return node
 
-    def flatten(self, hparams: Mapping) -> dict[tuple[str, ...], Any]:
+    def flatten(self, hparams: Mapping[str, Any]) -> dict[tuple[str, ...], Any]:
         """Per-leaf values of a trial's nested dict (const leaves included)."""
         return {leaf.path: self.lookup(hparams, leaf.path) for leaf in self.leaves}
 
@@ -175,14 +175,14 @@ class HParamSpace:
             return copy.deepcopy(vals[rng.randrange(len(vals))])
         return copy.deepcopy(spec.get("val"))
 
-    def sample(self, rng: random.Random) -> dict:
+    def sample(self, rng: random.Random) -> dict[str, Any]:
         """One random point (one draw per non-const leaf, in leaf order)."""
         return self.build({leaf.path: self.sample_leaf(leaf, rng) for leaf in self.searchable})
 
     # -- grid ----------------------------------------------------------------------------------
 
     @staticmethod
-    def grid_axis(leaf: Leaf) -> list:
+    def grid_axis(leaf: Leaf) -> list[Any]:
         spec = leaf.spec
         if leaf.kind == "const":
             return [spec.get("val")]
@@ -203,16 +203,13 @@ class HParamSpace:
             if count == 1:
                 return [round_half_away((low + high) / 2)]
             return [round_half_away(low + i * (high - low) / (count - 1)) for i in range(count)]
-        if count == 1:
-            points = [(low + high) / 2]
-        else:
-            points = [low + i * (high - low) / (count - 1) for i in range(count)]
+        points = [(low + high) / 2] if count == 1 else [low + i * (high - low) / (count - 1) for i in range(count)]
         points = [float(p) for p in points]
         if leaf.kind == "log":
             return [leaf.base ** p for p in points]
         return points
 
-    def grid_axes(self) -> list[list]:
+    def grid_axes(self) -> list[list[Any]]:
         return [self.grid_axis(leaf) for leaf in self.leaves]
 
     def grid_size(self) -> int:
@@ -221,25 +218,25 @@ class HParamSpace:
             size *= len(axis)
         return size
 
-    def grid_point(self, index: int, axes: list[list] | None = None) -> dict:
+    def grid_point(self, index: int, axes: list[list[Any]] | None = None) -> dict[str, Any]:
         """The `index`-th point of the lexicographic product (first leaf slowest)."""
         axes = self.grid_axes() if axes is None else axes
-        picks: list = [None] * len(axes)
+        picks: list[Any] = [None] * len(axes)
         for pos in range(len(axes) - 1, -1, -1):
             index, digit = divmod(index, len(axes[pos]))
             picks[pos] = axes[pos][digit]
         values = {leaf.path: copy.deepcopy(picks[i]) for i, leaf in enumerate(self.leaves)}
         return self.build(values)
 
-    def grid(self) -> list[dict]:
+    def grid(self) -> list[dict[str, Any]]:
         """Every point, lexicographic (the grid searcher takes them from the end)."""
         axes = self.grid_axes()
         return [self.grid_point(i, axes) for i in range(self.grid_size())]
 
     # -- mutation: PBT's explore step, and evolution's ---------------------------------------------
 
-    def mutate(self, hparams: Mapping, rng: random.Random, resample_probability: float,
-               step: Callable[[Leaf, Any], Any]) -> dict:
+    def mutate(self, hparams: Mapping[str, Any], rng: random.Random, resample_probability: float,
+               step: Callable[[Leaf, Any], Any]) -> dict[str, Any]:
         """A child of `hparams`: each searchable leaf is redrawn with `resample_probability`; otherwise a
         categorical value is kept and a number becomes `step(leaf, value)`."""
         old = self.flatten(hparams)
@@ -253,8 +250,8 @@ class HParamSpace:
                 new[leaf.path] = step(leaf, old[leaf.path])
         return self.build(new)
 
-    def explore(self, hparams: Mapping, rng: random.Random, resample_probability: float,
-                perturb_factor: float) -> dict:
+    def explore(self, hparams: Mapping[str, Any], rng: random.Random, resample_probability: float,
+                perturb_factor: float) -> dict[str, Any]:
         """PBT's explore step; see `stalwart.searcher.pbt` for the rules."""
 
         def perturb(leaf: Leaf, value: Any) -> Any:
