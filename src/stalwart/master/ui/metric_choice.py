@@ -15,7 +15,7 @@ def default_metric(names: list[str], searcher_metric: str | None = None) -> str 
     return next((n for n in names if n not in COUNTERS), None)
 
 
-def experiment_default(names: dict[str, list[str]], searcher_metric: str | None) -> dict:
+def experiment_default(names: dict[str, list[str]], searcher_metric: str | None) -> dict[str, str | None]:
     """{group, metric} for an experiment's chart: always a validation metric; until one worth drawing exists,
     the searcher metric (so the first validations show at once, and the chart never jumps groups)."""
     pick = default_metric(names.get("validation") or [], searcher_metric)
