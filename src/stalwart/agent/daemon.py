@@ -118,7 +118,7 @@ class Agent:
         self.outbox.send(
             f"/allocations/{proc.allocation_id}/exited",
             {"agent_id": self.agent_id, "exit_code": proc.exit_code, "agent_lost": proc.fenced},
-            before=self.shipper.flush,
+            before=lambda: self.shipper.flush(allocation_id=proc.allocation_id),  # its lines first, all of them
         )
         self.workdirs.ended(proc.allocation_id)  # its directory goes once that report has reached the master
 

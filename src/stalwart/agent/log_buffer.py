@@ -18,6 +18,13 @@ Meta = dict[str, Any]
 Line = tuple[Meta, float, str, int]  # (meta, timestamp, text, size counted against the bound)
 
 
+class Every:
+    """`wait_empty` for the lines of every allocation."""
+
+
+EVERY = Every()
+
+
 class _Allocation:
     __slots__ = ("bytes", "dropped", "first_dropped")
 
@@ -44,6 +51,7 @@ class LogBuffer:
         self._on_full = on_full  # called (without the lock) when an add has to wait: wake the consumer
         self._lines: deque[Line] = deque()
         self._allocs: dict[str | None, _Allocation] = {}
+        self._acked = 0  # lines acked so far: progress, for `wait_empty`
         self._cv = threading.Condition()
 
     @staticmethod
@@ -120,6 +128,7 @@ class LogBuffer:
                 if head is not line:
                     raise RuntimeError("log buffer: acked lines are not the oldest ones (two consumers?)")
                 self._allocs[line[0].get("allocation_id")].bytes -= line[3]
+            self._acked += len(batch)
             for key, st in list(self._allocs.items()):
                 if st.dropped and st.bytes < self.max_bytes:
                     assert st.first_dropped is not None  # set with the first drop
@@ -143,8 +152,20 @@ class LogBuffer:
             st = self._allocs.get(allocation_id)
             return st.bytes if st else 0
 
-    def wait_empty(self, timeout: float) -> bool:
-        """Wait until every line (and marker) has been acked; False on timeout."""
+    def _empty(self, allocation_id: str | None | Every) -> bool:
+        if isinstance(allocation_id, Every):
+            return not self._lines and not any(st.dropped for st in self._allocs.values())
+        st = self._allocs.get(allocation_id)
+        return st is None or (not st.bytes and not st.dropped)
+
+    def wait_empty(self, timeout: float, allocation_id: str | None | Every = EVERY) -> bool:
+        """Wait until every line (and marker) of `allocation_id` (default: of every allocation) has been acked.
+        False once `timeout` seconds pass in which the consumer acks nothing: a slow master that keeps taking
+        lines is waited for, one that stopped is not."""
         with self._cv:
-            return self._cv.wait_for(
-                lambda: not self._lines and not any(st.dropped for st in self._allocs.values()), timeout)
+            while not self._empty(allocation_id):
+                acked = self._acked
+                self._cv.wait(timeout)
+                if self._acked == acked and not self._empty(allocation_id):
+                    return False
+            return True

@@ -8,7 +8,7 @@ import time
 from collections import deque
 from typing import Any
 
-from stalwart.agent.log_buffer import DEFAULT_BLOCK_TIMEOUT, DEFAULT_MAX_BYTES, Line, LogBuffer, Meta
+from stalwart.agent.log_buffer import DEFAULT_BLOCK_TIMEOUT, DEFAULT_MAX_BYTES, EVERY, Every, Line, LogBuffer, Meta
 from stalwart.api.errors import MasterUnavailable, StalwartError
 from stalwart.client import Client
 
@@ -58,9 +58,11 @@ class LogShipper(threading.Thread):
         """Queue (timestamp, text) lines of one stream (`meta`: see log_buffer.META_KEYS); how many were kept."""
         return self.buffer.add_lines(meta, lines)
 
-    def flush(self, timeout: float = 10.0) -> bool:
+    def flush(self, timeout: float = 10.0, allocation_id: str | None | Every = EVERY) -> bool:
+        """Wait until the master has the buffered lines of `allocation_id` (default: all); False once it has
+        taken none for `timeout` seconds."""
         self._wake.set()
-        return self.buffer.wait_empty(timeout)
+        return self.buffer.wait_empty(timeout, allocation_id)
 
     def run(self) -> None:
         while True:

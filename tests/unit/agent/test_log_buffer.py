@@ -177,3 +177,19 @@ def test_the_shipper_sends_consecutive_lines_of_one_stream_as_one_run_in_order()
         ("stdout", None, [(1.0, "a"), (1.5, "b")]), ("stderr", None, [(2.0, "oops")]),
         ("stdout", None, [(3.0, "c")]), ("stdout", 1, [(4.0, "r1")])]
     assert all(r["allocation_id"] == "a1" and r["trial_id"] == 7 for r in runs)
+
+
+def test_waiting_for_one_allocations_lines_ignores_the_others_and_gives_up_only_without_progress():
+    buf = LogBuffer()
+    buf.add_lines(meta("a1"), [(1.0, "one"), (1.0, "two")])
+    buf.add_lines(meta("a2"), [(1.0, "other")])
+    assert not buf.wait_empty(0.05, "a1")  # nobody acks: gives up
+    done = []
+    waiter = threading.Thread(target=lambda: done.append(buf.wait_empty(60, "a1")))
+    waiter.start()
+    buf.ack(buf.take(1, 1000))  # progress: keeps waiting ...
+    buf.ack(buf.take(1, 1000))  # ... until a1's lines are all in
+    waiter.join(60)
+    assert done == [True]
+    assert buf.pending() == 1 and not buf.wait_empty(0.05)  # a2's line is still there
+    assert buf.wait_empty(0.05, "no-such-allocation")
