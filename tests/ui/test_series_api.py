@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 
 from stalwart.context import pack_context
 from stalwart.db import tables as t
-from stalwart.master.experiments import experiments
 from stalwart.master.app import create_app
+from stalwart.master.experiments import experiments
 from stalwart.master.settings import MasterSettings
 
 CONFIG = """

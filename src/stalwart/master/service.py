@@ -10,8 +10,7 @@ from collections import defaultdict
 import sqlalchemy as sa
 
 from stalwart.api.errors import NotFoundError
-from stalwart.db import Database
-from stalwart.db import tables as t
+from stalwart.db import Database, tables as t
 from stalwart.master.auth import tokens
 from stalwart.master.settings import MasterSettings
 

@@ -15,8 +15,7 @@ from stalwart.db import tables as t
 from stalwart.master.allocations import lifecycle
 from stalwart.master.cluster import agents
 from stalwart.master.experiments import experiments
-from stalwart.master.scheduling import jobs
-from stalwart.master.scheduling import scheduling
+from stalwart.master.scheduling import jobs, scheduling
 from stalwart.master.service import Master
 from stalwart.master.settings import MasterSettings
 

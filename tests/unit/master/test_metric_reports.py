@@ -17,9 +17,9 @@ from stalwart.context import pack_context
 from stalwart.db import tables as t
 from stalwart.master.cluster import agents
 from stalwart.master.experiments import experiments
-from stalwart.master.scheduling import scheduling
 from stalwart.master.experiments.intake import MetricsWriter, parse_reports
 from stalwart.master.experiments.metric_reports import MAX_DEPTH, MAX_METRICS, MAX_NAME, MAX_REPORTS
+from stalwart.master.scheduling import scheduling
 from stalwart.master.service import Master
 from stalwart.master.settings import MasterSettings
 from stalwart.searcher._common import WORST, MetricReader
@@ -157,8 +157,7 @@ def test_nan_values_are_stored_and_a_nan_searcher_metric_does_not_fail_the_trial
 
 def test_a_custom_search_method_gets_a_stored_nan_as_a_float():
     from stalwart.searcher import make_search_method
-    from stalwart.searcher.custom import UserSearchMethod, ValidateAfter
-    from stalwart.searcher.custom import Create as UserCreate
+    from stalwart.searcher.custom import Create as UserCreate, UserSearchMethod, ValidateAfter
 
     class Recorder(UserSearchMethod):
         def __init__(self):

@@ -12,9 +12,8 @@ from stalwart.api.errors import ConfigError
 from stalwart.context import pack_context
 from stalwart.db import tables as t
 from stalwart.master.cluster import agents
-from stalwart.master.experiments import experiments
+from stalwart.master.experiments import experiments, searching
 from stalwart.master.scheduling import scheduling
-from stalwart.master.experiments import searching
 from stalwart.master.service import Master
 from stalwart.master.settings import MasterSettings
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 import pytest
+import sqlalchemy as sa
 
 from stalwart.api.errors import ConfigError, InvalidStateError
 from stalwart.api.states import ExitReason
@@ -11,10 +11,9 @@ from stalwart.context import pack_context
 from stalwart.db import tables as t
 from stalwart.master.allocations import lifecycle
 from stalwart.master.cluster import agents
-from stalwart.master.experiments import experiments
-from stalwart.master.scheduling import scheduling
-from stalwart.master.experiments import searching
+from stalwart.master.experiments import experiments, searching
 from stalwart.master.experiments.intake import MetricsWriter, parse_reports, register_checkpoint
+from stalwart.master.scheduling import scheduling
 from stalwart.master.service import Master
 from stalwart.master.settings import MasterSettings
 

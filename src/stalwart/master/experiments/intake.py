@@ -13,7 +13,9 @@ from stalwart.api.errors import ForbiddenError, InvalidRequest, InvalidStateErro
 from stalwart.api.states import AllocationState as A, ExitReason
 from stalwart.db import tables as t
 from stalwart.master.experiments import searching
-from stalwart.master.experiments.metric_reports import parse_reports as parse_reports  # the routes' and tests' entry point
+from stalwart.master.experiments.metric_reports import (
+    parse_reports as parse_reports,  # the routes' and tests' entry point
+)
 from stalwart.master.service import Master, now
 
 log = logging.getLogger(__name__)

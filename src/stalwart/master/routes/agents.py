@@ -12,9 +12,9 @@ from stalwart.api.errors import InvalidRequest
 from stalwart.api.states import AllocationState as A
 from stalwart.db import tables as t
 from stalwart.master import views
-from stalwart.master.cluster import agents
-from stalwart.master.auth import tokens
 from stalwart.master.allocations import containers
+from stalwart.master.auth import tokens
+from stalwart.master.cluster import agents
 from stalwart.master.log_rows import body_rows
 from stalwart.master.logs import store_rows
 from stalwart.master.routes.common import agent_only, body, master

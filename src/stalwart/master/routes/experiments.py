@@ -13,8 +13,8 @@ from stalwart.api.errors import InvalidRequest, NotFoundError
 from stalwart.db import tables as t
 from stalwart.master import offload, views
 from stalwart.master.experiments import experiments
-from stalwart.master.scheduling import fit
 from stalwart.master.routes.common import body, master
+from stalwart.master.scheduling import fit
 from stalwart.master.service import Master
 
 router = APIRouter(prefix="/api/v1/experiments", tags=["experiments"])

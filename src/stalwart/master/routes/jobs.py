@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from stalwart.api.errors import InvalidRequest
-from stalwart.master.scheduling import jobs
 from stalwart.master.routes.common import body, master
+from stalwart.master.scheduling import jobs
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])
 

@@ -16,10 +16,10 @@ from stalwart.api.errors import InvalidRequest, NotFoundError
 from stalwart.api.states import AllocationState as A
 from stalwart.db import tables as t
 from stalwart.master import offload
-from stalwart.master.tasks import commands
-from stalwart.master.scheduling import jobs
 from stalwart.master.routes.common import body, master
+from stalwart.master.scheduling import jobs
 from stalwart.master.service import Master
+from stalwart.master.tasks import commands
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
 

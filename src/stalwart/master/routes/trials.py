@@ -14,8 +14,7 @@ from stalwart.api.states import AllocationState as A
 from stalwart.config import views as cviews
 from stalwart.db import tables as t
 from stalwart.master import views
-from stalwart.master.experiments import intake
-from stalwart.master.experiments import trials
+from stalwart.master.experiments import intake, trials
 from stalwart.master.logs import read_logs
 from stalwart.master.routes.common import allocation_of, body, master
 from stalwart.master.service import Master

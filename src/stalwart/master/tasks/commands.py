@@ -11,8 +11,8 @@ import sqlalchemy as sa
 
 from stalwart.api.errors import ConfigError, InvalidStateError
 from stalwart.api.states import AllocationState as A, ExitReason
-from stalwart.config._schema import Field, Problems, any_map, check_section, integer, list_of, number, string
 from stalwart.config import views
+from stalwart.config._schema import Field, Problems, any_map, check_section, integer, list_of, number, string
 from stalwart.context import ArchiveLimits, validate_archive
 from stalwart.db import tables as t
 from stalwart.master.allocations import lifecycle
