@@ -13,10 +13,10 @@ from fastapi.responses import JSONResponse
 import stalwart
 from stalwart.api.errors import InvalidRequest, StalwartError
 from stalwart.master import offload, ui
-from stalwart.master.scheduling import scheduling
 from stalwart.master.body_limit import BodyLimit
 from stalwart.master.experiments.intake import MetricsWriter
 from stalwart.master.routes import agents, allocations, checkpoints, experiments, jobs, searcher, tasks, trials
+from stalwart.master.scheduling import scheduling
 from stalwart.master.service import Master
 from stalwart.master.settings import MasterSettings
 

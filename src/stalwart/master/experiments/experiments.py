@@ -9,10 +9,10 @@ import sqlalchemy as sa
 
 from stalwart.api.errors import ConfigError, InvalidStateError
 from stalwart.api.states import ExperimentState as S
+from stalwart.config import views
 from stalwart.config.experiment import load_experiment_config
 from stalwart.context import ArchiveLimits, check_entrypoint, validate_archive
 from stalwart.db import tables as t
-from stalwart.config import views
 from stalwart.master.allocations import lifecycle
 from stalwart.master.experiments import finishing, searchers, searching
 from stalwart.master.scheduling import jobs
