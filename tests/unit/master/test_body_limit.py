@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 
@@ -13,6 +12,7 @@ from stalwart.config.master import LimitsConfig, MasterConfig
 from stalwart.context import pack_context
 from stalwart.master.app import create_app
 from stalwart.master.settings import MasterSettings
+from unit.master.async_helpers import run_fresh
 
 MIB = 1024 * 1024
 CHUNK = 64 * 1024
@@ -31,7 +31,7 @@ def _post(app, content, headers=None) -> httpx.Response:
         async with httpx.AsyncClient(transport=transport, base_url="http://master") as client:
             return await client.post("/api/v1/experiments", content=content, headers=headers)
 
-    return asyncio.run(go())
+    return run_fresh(go)
 
 
 def _expect_413(reply: httpx.Response) -> None:

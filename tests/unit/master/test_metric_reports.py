@@ -23,6 +23,7 @@ from stalwart.master.scheduling import scheduling
 from stalwart.master.service import Master
 from stalwart.master.settings import MasterSettings
 from stalwart.searcher._common import WORST, MetricReader
+from unit.master.async_helpers import run_fresh
 
 CONFIG = """
 name: nan
@@ -136,7 +137,7 @@ def test_a_row_the_database_refuses_fails_only_its_own_request_in_a_group_commit
         finally:
             task.cancel()
 
-    results = asyncio.run(scenario())
+    results = run_fresh(scenario)
     assert [r is None for r in results] == [True, True, False, True, True, True]
     assert isinstance(results[2], OverflowError)
     assert _stored(m) == {s: {"loss": s / 10} for s in range(1, 6)}
