@@ -7,6 +7,8 @@ import threading
 import time
 from collections import defaultdict
 
+from stalwart.agent.fencing import running
+
 
 def trial_processes(marker: str, script: bytes = b"train.py") -> dict[int, list[int]]:
     """Trial id -> pids of the processes running its script (the `sh -c` wrapper and watchdogs excluded), among
@@ -52,12 +54,3 @@ class DoubleRunWatcher(threading.Thread):
         self._stop_event.set()
         if self.ident is not None:  # started
             self.join(5)
-
-
-def running(pid: int) -> bool:
-    """Alive and not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False

@@ -63,10 +63,11 @@ def proc_start_time(pid: int) -> int | None:
     return int(fields[19]) if fields else None
 
 
-def _running(pid: int, start_time: int) -> bool:
-    """That very process exists and is not a zombie (a dead process nobody has reaped yet)."""
+def running(pid: int, start_time: int | None = None) -> bool:
+    """The process exists and is not a zombie (a dead process nobody has reaped yet); with `start_time`,
+    it is that very process, not one that reused the pid."""
     fields = _stat(pid)
-    return bool(fields) and fields[0] != "Z" and int(fields[19]) == start_time
+    return bool(fields) and fields[0] != "Z" and (start_time is None or int(fields[19]) == start_time)
 
 
 class AgentLock:
@@ -143,7 +144,7 @@ class ProcessRecord:
     def alive(self) -> bool:
         """Whether the recorded group leader still runs (the same process: same pid and start time)."""
         rec = self.read()
-        return bool(rec) and isinstance(rec.get("start_time"), int) and _running(rec["pgid"], rec["start_time"])
+        return bool(rec) and isinstance(rec.get("start_time"), int) and running(rec["pgid"], rec["start_time"])
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)

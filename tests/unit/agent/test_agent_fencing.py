@@ -11,21 +11,25 @@ import time
 
 import pytest
 
-from stalwart.agent.fencing import AgentAlreadyRunning, AgentLock, Lease, ProcessRecord, kill_recorded, proc_start_time
+from stalwart.agent.fencing import (
+    AgentAlreadyRunning,
+    AgentLock,
+    Lease,
+    ProcessRecord,
+    kill_recorded,
+    proc_start_time,
+    running,
+)
 from stalwart.api.errors import InvalidRequest
 
 
 def _gone(pid: int, timeout: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            state = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return True
-        if state == "Z":
-            return True
+    while running(pid):
+        if time.monotonic() > deadline:
+            return False
         time.sleep(0.05)
-    return False
+    return True
 
 
 def test_a_second_lock_on_the_same_work_directory_is_refused_and_a_successor_knows_its_predecessor(tmp_path):
