@@ -15,7 +15,9 @@ from stalwart.api.errors import InvalidRequest, StalwartError
 from stalwart.master import offload, ui
 from stalwart.master.body_limit import BodyLimit
 from stalwart.master.experiments.intake import MetricsWriter
-from stalwart.master.routes import agents, allocations, checkpoints, experiments, jobs, searcher, tasks, trials
+from stalwart.master.routes import (
+    agents, allocations, checkpoints, cluster, contract, experiments, jobs, searcher, tasks, trials,
+)
 from stalwart.master.scheduling import scheduling
 from stalwart.master.service import Master
 from stalwart.master.settings import MasterSettings
@@ -55,7 +57,8 @@ def create_app(settings: MasterSettings) -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def validation_error(_req: Request, err: RequestValidationError) -> JSONResponse:
         details = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()]
-        bad = InvalidRequest("invalid request", details=details)
+        shown = "; ".join(details[:3]) + (f" (and {len(details) - 3} more)" if len(details) > 3 else "")
+        bad = InvalidRequest(f"invalid request: {shown}", details=details)
         return JSONResponse(bad.to_dict(), status_code=bad.http_status)
 
     @app.exception_handler(Exception)
@@ -63,11 +66,8 @@ def create_app(settings: MasterSettings) -> FastAPI:
         log.exception("internal error")
         return JSONResponse(StalwartError(f"internal master error: {err}").to_dict(), status_code=500)
 
-    @app.get("/api/v1/master", tags=["cluster"])
-    async def info() -> dict:
-        return {"cluster_id": m.cluster_id, "version": stalwart.__version__, "url": settings.url}
-
-    for module in (experiments, trials, allocations, agents, checkpoints, searcher, jobs, tasks):
+    for module in (cluster, experiments, trials, allocations, agents, checkpoints, searcher, jobs, tasks):
         app.include_router(module.router)
     ui.install(app)
+    app.openapi = lambda: contract.openapi_document(app)  # type: ignore[method-assign]
     return app

@@ -1,14 +1,23 @@
-"""Helpers shared by the route modules: the master from the request, JSON bodies, auth shortcuts."""
+"""Helpers shared by the route modules: the master from the request, typed path and query values, JSON bodies."""
 
 from __future__ import annotations
 
 import json
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Path, Query, Request
 
 from stalwart.api.errors import InvalidRequest
+from stalwart.api.models.common import MAX_ID
 from stalwart.master.auth import tokens
 from stalwart.master.service import Master
+
+
+IdPath = Annotated[int, Path(ge=0, le=MAX_ID, description="a database id (64-bit)")]
+"""A path id: out of a signed 64-bit column's range is a 400, not a database overflow."""
+Offset = Annotated[int, Query(ge=0, le=MAX_ID, description="rows to skip")]
+Limit = Annotated[int, Query(ge=1, le=100_000, description="the most rows to return")]
+AfterId = Annotated[int, Query(ge=0, le=MAX_ID, description="only rows with a larger id")]
 
 
 def master(request: Request) -> Master:

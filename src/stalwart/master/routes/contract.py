@@ -1,0 +1,141 @@
+"""Routes declared from the one route table (`api/routes_table.py`).
+
+`route(router, method, path)` registers a handler with what its table entry says: the response model
+and every error answer (documented in OpenAPI, bodies of `ErrorBody`), the content type of non-JSON
+and streaming answers, and the auth kind. The auth kind is enforced here, once, as a dependency:
+cluster routes need the cluster token, allocation routes an allocation token (its id is left in
+`request.state.allocation_id`). User routes are declared as such; the identity issue enforces them.
+
+`openapi_document(app)` finishes the generated document: security schemes, each operation's
+`security` and `x-auth-kind`, and the streaming/HTML content types FastAPI cannot infer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.openapi.utils import get_openapi
+
+from stalwart.api.auth_kinds import AuthKind
+from stalwart.api.routes_table import BY_KEY, JSON, RouteSpec, lookup
+from stalwart.master.auth import tokens
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+ERROR_DESCRIPTIONS = {
+    400: "invalid request: a path, query or body value is wrong (the message names it)",
+    401: "no credentials for this auth kind",
+    403: "credentials that do not allow this call",
+    404: "not found",
+    409: "the object cannot do this in its current state",
+    413: "request body over limits.max_request_body",
+    500: "unexpected master error (the connection stays usable)",
+}
+
+SECURITY_SCHEMES: dict[str, dict[str, Any]] = {
+    "clusterToken": {"type": "http", "scheme": "bearer",
+                     "description": "the cluster token agents present (the master home's cluster-token file)"},
+    "allocationToken": {"type": "apiKey", "in": "header", "name": tokens.ALLOCATION_HEADER,
+                        "description": "the token of one allocation, given to its trial processes"},
+    "userSession": {"type": "http", "scheme": "bearer",
+                    "description": "a user's session or access token (enforced once identity exists)"},
+}
+SCHEME_OF = {AuthKind.CLUSTER: "clusterToken", AuthKind.ALLOCATION: "allocationToken", AuthKind.USER: "userSession"}
+
+
+def _master_of(request: Request) -> Any:
+    return request.app.state.master
+
+
+def require_cluster(request: Request) -> None:
+    tokens.require_cluster_token(request, _master_of(request).cluster_token)
+
+
+def require_allocation(request: Request) -> None:
+    request.state.allocation_id = tokens.require_allocation(request, _master_of(request).secret)
+
+
+def require_cluster_or_allocation(request: Request) -> None:
+    """Agents ship task logs with the cluster token; a trial ships its own with its allocation token."""
+    m = _master_of(request)
+    if request.headers.get(tokens.ALLOCATION_HEADER):
+        request.state.allocation_id = tokens.require_allocation(request, m.secret)
+    else:
+        tokens.require_cluster_token(request, m.cluster_token)
+        request.state.allocation_id = None
+
+
+def _auth_dependency(spec: RouteSpec) -> Callable[[Request], None] | None:
+    kinds = {spec.auth, *spec.also_auth}
+    if kinds == {AuthKind.CLUSTER, AuthKind.ALLOCATION}:
+        return require_cluster_or_allocation
+    if kinds == {AuthKind.CLUSTER}:
+        return require_cluster
+    if kinds == {AuthKind.ALLOCATION}:
+        return require_allocation
+    if kinds <= {AuthKind.OPEN, AuthKind.USER}:
+        return None
+    raise ValueError(f"{spec.method} {spec.path}: no check for auth kinds {sorted(k.value for k in kinds)}")
+
+
+def responses(spec: RouteSpec) -> dict[int | str, dict[str, Any]]:
+    """The `responses` FastAPI documents for one route: the 200 answer and each error of the table."""
+    ok: dict[str, Any] = {"description": "success"}
+    if spec.response is not None:
+        ok["model"] = spec.response
+    out: dict[int | str, dict[str, Any]] = {200: ok}
+    for code in (*spec.errors, 500):
+        out[code] = {"model": spec.error_model, "description": ERROR_DESCRIPTIONS.get(code, "error")}
+    return out
+
+
+def route(router: APIRouter, method: str, path: str = "", **kw: Any) -> Callable[[F], F]:
+    """Register the decorated handler as `method router.prefix+path`, as its table entry declares it."""
+    spec = lookup(method, router.prefix + path)
+
+    def register(handler: F) -> F:
+        check = _auth_dependency(spec)
+        router.add_api_route(
+            path, handler, methods=[method], response_model=None, responses=responses(spec),
+            dependencies=[Depends(check)] if check else None,
+            openapi_extra={"x-auth-kind": [k.value for k in (spec.auth, *spec.also_auth)]}, **kw)
+        return handler
+
+    return register
+
+
+def openapi_document(app: FastAPI) -> dict[str, Any]:
+    """The app's OpenAPI document with the route table's auth kinds and content types filled in."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    doc = get_openapi(title=app.title, version=app.version, routes=app.routes,
+                      description="The Stalwart master's REST API. Each operation's `x-auth-kind` says who may call it.")
+    doc.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
+    for path, operations in doc.get("paths", {}).items():
+        for method, op in operations.items():
+            spec = BY_KEY.get((method.upper(), path))
+            if spec is None:
+                continue
+            kinds = (spec.auth, *spec.also_auth)
+            op["x-auth-kind"] = [k.value for k in kinds]
+            op["security"] = [{SCHEME_OF[k]: []} for k in kinds if k in SCHEME_OF]
+            # request validation answers 400 with an ErrorBody (app.py), never FastAPI's default 422
+            op.get("responses", {}).pop("422", None)
+            ok = op.get("responses", {}).get("200")
+            if ok is not None and spec.content_type != JSON:
+                schema: dict[str, Any] = {"type": "string"}
+                if spec.stream_item is not None:
+                    item = spec.stream_item.model_json_schema(ref_template="#/components/schemas/{model}")
+                    schemas = doc["components"].setdefault("schemas", {})
+                    schemas.update(item.pop("$defs", {}))
+                    schemas[spec.stream_item.__name__] = item
+                    schema = {"$ref": f"#/components/schemas/{spec.stream_item.__name__}"}
+                elif spec.content_type not in ("text/html", "text/event-stream"):
+                    schema = {"type": "string", "format": "binary"}
+                ok["content"] = {spec.content_type: {"schema": schema}}
+    for unused in ("HTTPValidationError", "ValidationError"):
+        doc["components"].get("schemas", {}).pop(unused, None)
+    app.openapi_schema = doc
+    return doc
