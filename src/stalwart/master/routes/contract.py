@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel
 
 from stalwart.api.auth_kinds import AuthKind
 from stalwart.api.routes_table import BY_KEY, JSON, RouteSpec, lookup
@@ -91,19 +92,42 @@ def responses(spec: RouteSpec) -> dict[int | str, dict[str, Any]]:
     return out
 
 
-def route(router: APIRouter, method: str, path: str = "", **kw: Any) -> Callable[[F], F]:
-    """Register the decorated handler as `method router.prefix+path`, as its table entry declares it."""
+def route(router: APIRouter, method: str, path: str = "", *, parses_body: bool = False,
+          **kw: Any) -> Callable[[F], F]:
+    """Register the decorated handler as `method router.prefix+path`, as its table entry declares it.
+
+    A handler normally takes its body as the table's request model (FastAPI validates it). A hot path
+    whose handler validates the raw body itself, faster, says `parses_body=True`: the request model is
+    then only documented, and that handler's validator must accept exactly what the model accepts."""
     spec = lookup(method, router.prefix + path)
+    extra: dict[str, Any] = {}
+    if parses_body:
+        if spec.request is None:
+            raise ValueError(f"{method} {spec.path}: parses_body without a request model in the route table")
+        extra["requestBody"] = {"required": True, "content": {JSON: {"schema": {
+            "$ref": f"#/components/schemas/{spec.request.__name__}"}}}}
+        _DOCUMENTED_ONLY.add(spec.request)
 
     def register(handler: F) -> F:
         check = _auth_dependency(spec)
         router.add_api_route(
             path, handler, methods=[method], response_model=None, responses=responses(spec),
-            dependencies=[Depends(check)] if check else None,
-            openapi_extra={"x-auth-kind": [k.value for k in (spec.auth, *spec.also_auth)]}, **kw)
+            dependencies=[Depends(check)] if check else None, openapi_extra=extra or None, **kw)
         return handler
 
     return register
+
+
+_DOCUMENTED_ONLY: set[type[BaseModel]] = set()
+"""Request models of `parses_body` routes: their schemas are added to the document by openapi_document."""
+
+
+def _add_schema(schemas: dict[str, Any], model: type[BaseModel]) -> dict[str, str]:
+    """Put `model`'s JSON schema (and those it refers to) under components/schemas; return a $ref to it."""
+    item = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    schemas.update(item.pop("$defs", {}))
+    schemas.setdefault(model.__name__, item)
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
 
 
 def openapi_document(app: FastAPI) -> dict[str, Any]:
@@ -113,6 +137,9 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     doc = get_openapi(title=app.title, version=app.version, routes=app.routes,
                       description="The Stalwart master's REST API. Each operation's `x-auth-kind` says who may call it.")
     doc.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
+    schemas = doc["components"].setdefault("schemas", {})
+    for model in _DOCUMENTED_ONLY:
+        _add_schema(schemas, model)
     for path, operations in doc.get("paths", {}).items():
         for method, op in operations.items():
             spec = BY_KEY.get((method.upper(), path))
@@ -127,11 +154,7 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
             if ok is not None and spec.content_type != JSON:
                 schema: dict[str, Any] = {"type": "string"}
                 if spec.stream_item is not None:
-                    item = spec.stream_item.model_json_schema(ref_template="#/components/schemas/{model}")
-                    schemas = doc["components"].setdefault("schemas", {})
-                    schemas.update(item.pop("$defs", {}))
-                    schemas[spec.stream_item.__name__] = item
-                    schema = {"$ref": f"#/components/schemas/{spec.stream_item.__name__}"}
+                    schema = _add_schema(schemas, spec.stream_item)
                 elif spec.content_type not in ("text/html", "text/event-stream"):
                     schema = {"type": "string", "format": "binary"}
                 ok["content"] = {spec.content_type: {"schema": schema}}
