@@ -10,11 +10,12 @@ import time
 
 from stalwart.agent.fencing import AgentLock, Lease, kill_recorded
 from stalwart.agent.log_buffer import DEFAULT_BLOCK_TIMEOUT, DEFAULT_MAX_BYTES
-from stalwart.agent.outbox import LogShipper, Outbox
+from stalwart.agent.outbox import AllocationExited, AllocationStarted, LogShipper, Outbox
 from stalwart.agent.process import TrialProcess
 from stalwart.agent.slots import threads_per_slot
 from stalwart.agent.workdirs import WorkDirSweeper
 from stalwart.api.errors import InvalidStateError, MasterUnavailable, StalwartError
+from stalwart.api.models.agents import StartOrder
 from stalwart.client import Client
 
 log = logging.getLogger("stalwart.agent")
@@ -53,11 +54,10 @@ class Agent:
             running += [a for a in self._undelivered_exits() if a not in running]
             sent_at = time.monotonic()
             try:
-                reply = self.client.post("/agents", {
-                    "agent_id": self.agent_id, "hostname": socket.gethostname(), "slots": self.slots,
-                    "slot_type": self.slot_type, "resource_pool": self.resource_pool, "running_allocations": running,
-                    "incarnation": self.lock.incarnation, "replaces": self.lock.previous,
-                })
+                reply = self.client.register_agent(
+                    self.agent_id, hostname=socket.gethostname(), slots=self.slots, slot_type=self.slot_type,
+                    resource_pool=self.resource_pool, running_allocations=running,
+                    incarnation=self.lock.incarnation, replaces=self.lock.previous)
             except MasterUnavailable as err:
                 log.warning("%s; retrying in %.1f s", err, delay)
                 self._stop.wait(delay)
@@ -70,9 +70,9 @@ class Agent:
                 log.error("%s; retrying in 5 s", err)
                 self._stop.wait(5.0)
                 continue
-            self.lease.set_timeout(reply.get("agent_timeout"))
+            self.lease.set_timeout(reply.agent_timeout)
             self.lease.renew(sent_at)
-            for allocation_id in reply.get("kill", []):
+            for allocation_id in reply.kill:
                 self._kill(allocation_id)
             log.info("registered agent %s with %d %s slot(s) at %s", self.agent_id, self.slots, self.slot_type,
                      self.client.url)
@@ -83,26 +83,24 @@ class Agent:
             return [a for a, p in self.procs.items() if p.exit_code is None]
 
     def _undelivered_exits(self) -> list[str]:
-        prefix, suffix = "/allocations/", "/exited"
-        return [p[len(prefix):-len(suffix)] for p in self.outbox.queued_paths()
-                if p.startswith(prefix) and p.endswith(suffix)]
+        return self.outbox.undelivered_exits()
 
     # -- actions --------------------------------------------------------------------------
-    def _start(self, order: dict) -> None:
-        allocation_id = order["allocation_id"]
+    def _start(self, order: StartOrder) -> None:
+        allocation_id = order.allocation_id
         with self._lock:
             if allocation_id in self.procs:
                 return
-            proc = TrialProcess(order, self.work_root, self.agent_id, self.shipper.add_lines, self._exited,
+            proc = TrialProcess(order.model_dump(), self.work_root, self.agent_id, self.shipper.add_lines, self._exited,
                                 threads=threads_per_slot(self.slots))
             self.procs[allocation_id] = proc
         try:
-            ctx = self.client.get(f"/allocations/{allocation_id}/context")
-            proc.prepare(ctx["b64Tgz"])
+            ctx = self.client.allocation_context(allocation_id)
+            proc.prepare(ctx.b64Tgz)
             pid = proc.start()
         except (OSError, StalwartError) as err:
             log.error("could not start allocation %s: %s", allocation_id, err)
-            self.shipper.add({"allocation_id": allocation_id, "trial_id": order.get("trial_id"),
+            self.shipper.add({"allocation_id": allocation_id, "trial_id": order.trial_id,
                               "agent_id": self.agent_id, "timestamp": time.time(), "stdtype": "stderr",
                               "source": "agent", "level": "ERROR", "log": f"agent could not start the trial: {err}"})
             proc.exit_code = 1
@@ -111,13 +109,12 @@ class Agent:
         if pid is None:
             return  # killed before it could start; _exited has been reported
         log.info("started allocation %s (pid %d)", allocation_id, pid)
-        self.outbox.send(f"/allocations/{allocation_id}/started", {"agent_id": self.agent_id, "pid": pid})
+        self.outbox.send(AllocationStarted(allocation_id, self.agent_id, pid))
 
     def _exited(self, proc: TrialProcess) -> None:
         log.info("allocation %s exited with %s", proc.allocation_id, proc.exit_code)
         self.outbox.send(
-            f"/allocations/{proc.allocation_id}/exited",
-            {"agent_id": self.agent_id, "exit_code": proc.exit_code, "agent_lost": proc.fenced},
+            AllocationExited(proc.allocation_id, self.agent_id, proc.exit_code, agent_lost=proc.fenced),
             before=lambda: self.shipper.flush(allocation_id=proc.allocation_id),  # its lines first, all of them
         )
         self.workdirs.ended(proc.allocation_id)  # its directory goes once that report has reached the master
@@ -140,18 +137,18 @@ class Agent:
         with self._lock:
             known = [a for a, p in self.procs.items() if p.exit_code is None]
         sent_at = time.monotonic()
-        actions = self.client.get(f"/agents/{self.agent_id}/actions", timeout=self.poll_timeout, known=known)
+        actions = self.client.agent_actions(self.agent_id, wait_s=self.poll_timeout, known=known)
         self.lease.renew(sent_at)
-        for allocation_id in actions.get("kill", []):
+        for allocation_id in actions.kill:
             self._kill(allocation_id)
-        for order in actions.get("start", []):
+        for order in actions.start:
             threading.Thread(target=self._start_safely, args=(order,), daemon=True).start()
 
-    def _start_safely(self, order: dict) -> None:
+    def _start_safely(self, order: StartOrder) -> None:
         try:
             self._start(order)
         except MasterUnavailable as err:
-            log.warning("master went away while starting %s: %s", order["allocation_id"], err)
+            log.warning("master went away while starting %s: %s", order.allocation_id, err)
 
     # -- fencing --------------------------------------------------------------------------
     def _keep_lease(self) -> None:

@@ -19,6 +19,7 @@ still run, so the agent guarantees three things:
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -67,7 +68,7 @@ def running(pid: int, start_time: int | None = None) -> bool:
     """The process exists and is not a zombie (a dead process nobody has reaped yet); with `start_time`,
     it is that very process, not one that reused the pid."""
     fields = _stat(pid)
-    return bool(fields) and fields[0] != "Z" and (start_time is None or int(fields[19]) == start_time)
+    return fields is not None and fields[0] != "Z" and (start_time is None or int(fields[19]) == start_time)
 
 
 class AgentLock:
@@ -144,7 +145,7 @@ class ProcessRecord:
     def alive(self) -> bool:
         """Whether the recorded group leader still runs (the same process: same pid and start time)."""
         rec = self.read()
-        return bool(rec) and isinstance(rec.get("start_time"), int) and running(rec["pgid"], rec["start_time"])
+        return rec is not None and isinstance(rec.get("start_time"), int) and running(rec["pgid"], rec["start_time"])
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
@@ -159,16 +160,15 @@ def kill_recorded(work_root: pathlib.Path, timeout: float = 10.0) -> list[str]:
     killed = []
     for record_path in sorted(pathlib.Path(work_root).glob(f"*/{RECORD_NAME}")):
         record = ProcessRecord(record_path.parent)
-        if not record.alive():
+        rec = record.read()
+        if rec is None or not record.alive():
             record.remove()
             continue
-        pgid = record.read()["pgid"]
+        pgid = rec["pgid"]
         log.warning("killing process group %d of allocation %s, left running by a previous agent", pgid,
                     record_path.parent.name)
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         deadline = time.monotonic() + timeout
         while record.alive() and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -6,6 +6,8 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from stalwart.agent.log_buffer import DEFAULT_BLOCK_TIMEOUT, DEFAULT_MAX_BYTES, EVERY, Every, Line, LogBuffer, Meta
@@ -73,7 +75,7 @@ class LogShipper(threading.Thread):
                 if not batch:
                     break
                 try:
-                    self.client.post("/task/logs", {"runs": runs_of(batch)})
+                    self.client.ship_logs(runs_of(batch))
                 except (MasterUnavailable, StalwartError) as err:
                     log.debug("log shipping failed, keeping %d lines: %s", len(batch), err)
                     time.sleep(1.0)
@@ -81,48 +83,83 @@ class LogShipper(threading.Thread):
                 self.buffer.ack(batch)
 
 
+@dataclass(frozen=True)
+class AllocationStarted:
+    """'This allocation's process runs, with this pid.'"""
+
+    allocation_id: str
+    agent_id: str
+    pid: int | None
+
+    def deliver(self, client: Client) -> None:
+        client.allocation_started(self.allocation_id, agent_id=self.agent_id, pid=self.pid)
+
+    def __str__(self) -> str:
+        return f"the start of allocation {self.allocation_id}"
+
+
+@dataclass(frozen=True)
+class AllocationExited:
+    """'This allocation's process has ended' (`agent_lost`: the agent killed it for lack of the master)."""
+
+    allocation_id: str
+    agent_id: str
+    exit_code: int | None
+    agent_lost: bool = False
+
+    def deliver(self, client: Client) -> None:
+        client.allocation_exited(self.allocation_id, agent_id=self.agent_id, exit_code=self.exit_code,
+                                 agent_lost=self.agent_lost)
+
+    def __str__(self) -> str:
+        return f"the exit of allocation {self.allocation_id}"
+
+
+Message = AllocationStarted | AllocationExited
+
+
 class Outbox(threading.Thread):
-    """Ordered, at-least-once delivery of (method path body) calls such as 'allocation exited'."""
+    """Ordered, at-least-once delivery of messages such as 'allocation exited'."""
 
     def __init__(self, client: Client) -> None:
         super().__init__(daemon=True, name="outbox")
         self.client = client
-        self._items: deque = deque()
+        self._items: deque[tuple[Message, Callable[[], object] | None]] = deque()
         self._cv = threading.Condition()
 
-    def send(self, path: str, body: dict, before=None) -> None:
-        """Queue a POST; `before` (optional callable) runs right before each attempt (e.g. flush logs)."""
+    def send(self, message: Message, before: Callable[[], object] | None = None) -> None:
+        """Queue a message; `before` runs right before each attempt to deliver it (e.g. flush logs)."""
         with self._cv:
-            self._items.append((path, body, before))
+            self._items.append((message, before))
             self._cv.notify()
 
     def pending(self) -> int:
         with self._cv:
             return len(self._items)
 
-    def queued_paths(self) -> list[str]:
-        """The paths of the calls not yet delivered, oldest first."""
+    def undelivered_exits(self) -> list[str]:
+        """The allocations whose exit the master has not been told of yet, oldest first."""
         with self._cv:
-            return [path for path, _body, _before in self._items]
+            return [m.allocation_id for m, _before in self._items if isinstance(m, AllocationExited)]
 
     def run(self) -> None:
         while True:
             with self._cv:
                 while not self._items:
                     self._cv.wait()
-                path, body, before = self._items[0]
+                message, before = self._items[0]
             if before is not None:
                 before()
             try:
-                self.client.post(path, body)
+                message.deliver(self.client)
             except MasterUnavailable:
                 time.sleep(1.0)
                 continue
             except StalwartError as err:
                 if err.http_status >= 500:  # the master could not take it now (e.g. its database restarts)
-                    log.warning("master failed to take %s, will retry: %s", path, err)
+                    log.warning("master failed to take %s, will retry: %s", message, err)
                     time.sleep(1.0)
                     continue
-                log.warning("master refused %s: %s", path, err)
+                log.warning("master refused %s: %s", message, err)
             with self._cv:
                 self._items.popleft()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import os
@@ -149,10 +150,9 @@ class TrialProcess:
     def _wait(self, readers) -> None:
         assert self.proc is not None
         self.exit_code = self.proc.wait()
-        try:  # nothing the trial started may outlive it (no orphan keeps training beside a restart)
+        # nothing the trial started may outlive it (no orphan keeps training beside a restart)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         self._release_fence()
         for r in readers:
             r.join(timeout=10)
@@ -170,7 +170,5 @@ class TrialProcess:
             self.killed = True
             if self.proc is None or self.proc.poll() is not None:
                 return
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass

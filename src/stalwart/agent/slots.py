@@ -16,7 +16,7 @@ def visible_gpus() -> list[str]:
         out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
         return []
-    found = [str(i) for i, line in enumerate(l for l in out.splitlines() if l.startswith("GPU "))]
+    found = [str(i) for i, line in enumerate(line for line in out.splitlines() if line.startswith("GPU "))]
     allowed = os.environ.get("CUDA_VISIBLE_DEVICES")
     if allowed is not None:
         wanted = [x.strip() for x in allowed.split(",") if x.strip()]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 import shutil
+from typing import Any
 
 import click
 
@@ -23,19 +24,20 @@ def checkpoint() -> None:
 @click.pass_context
 def describe(ctx, uuid, as_json) -> None:
     """Show a checkpoint's trial, steps, files and metadata."""
-    c = client_of(ctx).get(f"/checkpoints/{uuid}")["checkpoint"]
+    c = client_of(ctx).get_checkpoint(uuid).checkpoint
     if as_json:
         return output.print_json(c)
+    storage = c.storage or {}
     output.table(["Field", "Value"], [
-        ("UUID", c["uuid"]), ("Trial", c["trial_id"]), ("Steps completed", c["steps_completed"]),
-        ("State", c["state"]), ("Reported", output.when(c["report_time"])),
-        ("Storage", f"{c['storage'].get('type')} {c['storage'].get('host_path', '')}"),
-        ("Files", ", ".join(sorted(c["resources"]))), ("Metadata", c["metadata"]),
+        ("UUID", c.uuid), ("Trial", c.trial_id), ("Steps completed", c.steps_completed),
+        ("State", c.state), ("Reported", output.when(c.report_time)),
+        ("Storage", f"{storage.get('type')} {storage.get('host_path', '')}"),
+        ("Files", ", ".join(sorted(c.resources or {}))), ("Metadata", c.metadata),
     ])
 
 
-def _local_dir(storage: dict, uuid: str) -> pathlib.Path | None:
-    if storage.get("type") != "shared_fs":
+def _local_dir(storage: dict[str, Any] | None, uuid: str) -> pathlib.Path | None:
+    if storage is None or storage.get("type") != "shared_fs":
         return None
     base = pathlib.Path(storage["host_path"])
     if storage.get("storage_path"):
@@ -52,13 +54,13 @@ def _local_dir(storage: dict, uuid: str) -> pathlib.Path | None:
 def download(ctx, uuid, output_dir, mode) -> None:
     """Copy a checkpoint's files to a local directory."""
     client = client_of(ctx)
-    c = client.get(f"/checkpoints/{uuid}")["checkpoint"]
+    c = client.get_checkpoint(uuid).checkpoint
     dest = pathlib.Path(output_dir or pathlib.Path("checkpoints") / uuid)
-    local = _local_dir(c["storage"], uuid) if mode in ("auto", "direct") else None
+    local = _local_dir(c.storage, uuid) if mode in ("auto", "direct") else None
     if mode == "direct" and local is None:
         raise click.ClickException(f"checkpoint {uuid} is not on a file system this machine can see; use --mode master")
     if local is not None:
         shutil.copytree(local, dest, dirs_exist_ok=True)
     else:
-        safe_extract(client.get_bytes(f"/checkpoints/{uuid}/download"), dest, max_size=10 * 1024**4)
+        safe_extract(client.download_checkpoint(uuid), dest, max_size=10 * 1024**4)
     output.console.print(f"Downloaded checkpoint {uuid} to {dest}")

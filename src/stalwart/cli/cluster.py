@@ -41,7 +41,8 @@ def up(port, slots, foreground, config_file) -> None:
     if rec.get("already_running"):
         output.console.print(f"A local cluster is already running: {rec['url']}")
     else:
-        output.console.print(f"Master running at {rec['url']} (web: {rec['url']}/, API docs: {rec['url']}/docs/rest-api/)")
+        url = rec["url"]
+        output.console.print(f"Master running at {url} (web: {url}/, API docs: {url}/docs/rest-api/)")
         output.console.print(f"State and logs are in {rec['home']}; stop with `stalwart down`.")
 
 
@@ -163,13 +164,13 @@ def agent_run(master_url, token, token_file, agent_id, slots, resource_pool, wor
 @click.pass_context
 def agent_list(ctx, as_json) -> None:
     """List agents and their slots."""
-    data = client_of(ctx).get("/agents")
+    data = client_of(ctx).list_agents()
     if as_json:
         return output.print_json(data)
     output.table(
         ["Agent", "Host", "Pool", "Slots", "Used", "Type", "Enabled", "Draining", "Connected", "Last seen"],
-        [(a["id"], a["hostname"], a["resource_pool"], a["slots"], a["used_slots"], a["slot_type"], a["enabled"],
-          a.get("draining", False), a["connected"], output.when(a["last_seen"])) for a in data["agents"]],
+        [(a.id, a.hostname, a.resource_pool, a.slots, a.used_slots, a.slot_type, a.enabled, a.draining, a.connected,
+          output.when(a.last_seen)) for a in data.agents],
     )
 
 
@@ -178,7 +179,7 @@ def _agent_ids(ctx, agent_id: str | None, all_agents: bool) -> list[str]:
         raise InvalidRequest("give one agent id, or --all")
     if agent_id:
         return [agent_id]
-    return [a["id"] for a in client_of(ctx).get("/agents")["agents"]]
+    return [a.id for a in client_of(ctx).list_agents().agents]
 
 
 @agent.command("enable")
@@ -188,7 +189,7 @@ def _agent_ids(ctx, agent_id: str | None, all_agents: bool) -> list[str]:
 def agent_enable(ctx, agent_id, all_agents) -> None:
     """Let the scheduler start tasks on AGENT_ID (or --all agents) again."""
     for a in _agent_ids(ctx, agent_id, all_agents):
-        client_of(ctx).post(f"/agents/{a}/enable")
+        client_of(ctx).enable_agent(a)
         output.console.print(f"Enabled agent {a}.")
 
 
@@ -201,7 +202,7 @@ def agent_disable(ctx, agent_id, all_agents, drain) -> None:
     """Start nothing more on AGENT_ID (or --all); without --drain its trials are preempted, its commands killed."""
     how = "draining: its running tasks finish" if drain else "its trials are preempted and commands killed"
     for a in _agent_ids(ctx, agent_id, all_agents):
-        client_of(ctx).post(f"/agents/{a}/disable", {"drain": drain})
+        client_of(ctx).disable_agent(a, drain=drain)
         output.console.print(f"Disabled agent {a} ({how}).")
 
 
@@ -215,9 +216,9 @@ def slot() -> None:
 @click.pass_context
 def slot_list(ctx, as_json) -> None:
     """List every slot and the task using it."""
-    data = client_of(ctx).get("/slots")
+    data = client_of(ctx).list_slots()
     if as_json:
         return output.print_json(data)
     output.table(["Agent", "Slot", "Type", "Enabled", "Draining", "Allocation", "Task"],
-                 [(s["agent_id"], s["slot_id"], s["type"], s["enabled"], s["draining"], s["allocation_id"] or "",
-                   s["task_id"] or "") for s in data["slots"]])
+                 [(s.agent_id, s.slot_id, s.type, s.enabled, s.draining, s.allocation_id or "", s.task_id or "")
+                  for s in data.slots])

@@ -11,10 +11,12 @@ import click
 import yaml
 
 from stalwart.api.errors import ConfigError, InvalidRequest
+from stalwart.api.models.tasks import Command
 from stalwart.cli import output
 from stalwart.cli.base import AliasedGroup, client_of, json_option
-from stalwart.cli.follow import follow_logs
+from stalwart.cli.follow import follow_task_logs
 from stalwart.cli.jobs import set_command
+from stalwart.client import Client
 from stalwart.config import apply_overrides
 from stalwart.context import pack_context
 
@@ -58,36 +60,37 @@ def run(ctx, config_file, overrides, context_dir, detach, entrypoint) -> None:
     """Run ENTRYPOINT... on the cluster (resources.slots: 1 by default, 0 for CPU-only on the aux pool).
 
     Without --detach it prints the output and exits with the command's exit code."""
-    body: dict = {"config": _config(config_file, overrides, entrypoint)}
+    config = _config(config_file, overrides, entrypoint)
+    context_b64 = None
     if context_dir:
         packed = pack_context(context_dir, ())
         for w in packed.warnings:
             output.warn(w)
-        body["context"] = base64.b64encode(packed.data).decode()
+        context_b64 = base64.b64encode(packed.data).decode()
     client = client_of(ctx)
-    cmd = client.post("/commands", body)["command"]
-    output.console.print(f"Launched command {cmd['id']} ({cmd['description']}) in pool {cmd['resource_pool']}.")
+    cmd = client.create_command(config, context_b64).command
+    output.console.print(f"Launched command {cmd.id} ({cmd.description}) in pool {cmd.resource_pool}.")
     if not detach:
-        _follow(client, cmd["id"], True)
-        final = _ended(client, cmd["id"])
-        output.console.print(f"Command {cmd['id']} ended: {final['result']} (exit code {final['exit_code']}).")
+        follow_task_logs(client, cmd.id, True)
+        final = _ended(client, cmd.id)
+        output.console.print(f"Command {cmd.id} ended: {final.result} (exit code {final.exit_code}).")
         sys.exit(exit_status(final))
 
 
-def _ended(client, cmd_id: int, timeout: float = 30.0) -> dict:
+def _ended(client: Client, cmd_id: int, timeout: float = 30.0) -> Command:
     """The command once the master has recorded its end (its log stream can close a moment before)."""
     deadline = time.monotonic() + timeout
     while True:
-        final = client.get(f"/commands/{cmd_id}")["command"]
-        if final["result"] != "ACTIVE" or time.monotonic() > deadline:
+        final = client.get_command(cmd_id).command
+        if final.result != "ACTIVE" or time.monotonic() > deadline:
             return final
         time.sleep(0.2)
 
 
-def exit_status(cmd: dict) -> int:
+def exit_status(cmd: Command) -> int:
     """What `cmd run` exits with: the command's own code; 1 when it ended badly without one (killed, lost)."""
-    code = cmd.get("exit_code")
-    if cmd["result"] == "COMPLETED":
+    code = cmd.exit_code
+    if cmd.result == "COMPLETED":
         return 0
     if isinstance(code, int) and 0 < code < 256:
         return code
@@ -98,22 +101,18 @@ def exit_status(cmd: dict) -> int:
 
 @command.command("list")
 @click.option("--active", "active_only", is_flag=True, help="Only commands that have not ended.")
-@click.option("-a", "--all", "show_all", is_flag=True, hidden=True, help="Include commands that have ended (the default).")
+@click.option("-a", "--all", "show_all", is_flag=True, hidden=True,
+              help="Include commands that have ended (the default).")
 @json_option
 @click.pass_context
 def list_(ctx, active_only, show_all, as_json) -> None:
     """List commands, finished ones too (with how they ended and their exit code)."""
-    data = client_of(ctx).get("/tasks", all=str(not active_only).lower())
+    data = client_of(ctx).list_tasks(include_ended=not active_only)
     if as_json:
         return output.print_json(data)
     output.table(["ID", "Description", "State", "Result", "Exit code", "Owner", "Pool", "Created", "Ended", "Note"],
-                 [(c["id"], c["description"], c["state"], c.get("result"), c.get("exit_code"), c["owner"],
-                   c["resource_pool"], output.when(c["created_at"]), output.when(c.get("ended_at")),
-                   c.get("pending_reason") or "") for c in data["tasks"]])
-
-
-def _follow(client, cmd_id: int, follow: bool) -> None:
-    follow_logs(client, f"/tasks/{cmd_id}/logs", follow)
+                 [(c.id, c.description, c.state, c.result, c.exit_code, c.owner, c.resource_pool,
+                   output.when(c.created_at), output.when(c.ended_at), c.pending_reason or "") for c in data.tasks])
 
 
 @command.command("logs")
@@ -122,7 +121,7 @@ def _follow(client, cmd_id: int, follow: bool) -> None:
 @click.pass_context
 def logs(ctx, cmd_id, follow) -> None:
     """Print a command's output."""
-    _follow(client_of(ctx), cmd_id, follow)
+    follow_task_logs(client_of(ctx), cmd_id, follow)
 
 
 @command.command("kill")
@@ -131,7 +130,7 @@ def logs(ctx, cmd_id, follow) -> None:
 def kill(ctx, cmd_ids) -> None:
     """Kill commands."""
     for cmd_id in cmd_ids:
-        client_of(ctx).post(f"/commands/{cmd_id}/kill")
+        client_of(ctx).kill_command(cmd_id)
         output.console.print(f"Killed command {cmd_id}.")
 
 

@@ -1,4 +1,5 @@
-"""`stalwart experiment|e ...`: create (with --follow), list, describe, pause/activate/cancel/kill, wait, trials, checkpoints."""
+"""`stalwart experiment|e ...`: create (with --follow), list, describe, pause/activate/cancel/kill, wait, trials,
+checkpoints."""
 
 from __future__ import annotations
 
@@ -11,16 +12,18 @@ import click
 import yaml
 
 from stalwart.api.errors import ConfigError, InvalidRequest, StalwartError
+from stalwart.api.models.experiments import BestValidation, ExperimentDetail
+from stalwart.api.models.trials import Trial
 from stalwart.api.states import ExperimentState
 from stalwart.cli import output
 from stalwart.cli.base import AliasedGroup, client_of, json_option
 from stalwart.cli.follow import follow_trial_logs, wait_for_first_trial
 from stalwart.cli.test_mode import run_local, watch_stages
+from stalwart.client import Client
+from stalwart.client.experiments import ExperimentAction
 from stalwart.config import apply_overrides
 from stalwart.config.test_mode import test_mode_config
 from stalwart.context import pack_context
-
-TERMINAL = {s.value for s in ExperimentState if s.terminal}
 
 
 @click.group("experiment", cls=AliasedGroup, aliases={"ls": "list", "lt": "list-trials", "lc": "list-checkpoints",
@@ -71,47 +74,45 @@ def create(ctx, config_file, context_dir, includes, overrides, follow, paused, t
     for w in packed.warnings:
         output.warn(w)
     client = client_of(ctx)
-    reply = client.post("/experiments", {
-        "config": text,
-        "context": base64.b64encode(packed.data).decode(),
-        "activate": not paused,
-    })
-    for w in reply.get("warnings", []):
+    reply = client.create_experiment(text, base64.b64encode(packed.data).decode(), activate=not paused)
+    for w in reply.warnings:
         output.warn(w)
-    exp = reply["experiment"]
+    exp = reply.experiment
+    if exp is None:
+        raise StalwartError("the master created no experiment (it answered as to a validate-only request)")
     if as_json:
         output.print_json(reply)
     else:
-        output.console.print(f"Created experiment {exp['id']} ({exp['name']}), state {exp['state']}")
+        output.console.print(f"Created experiment {exp.id} ({exp.name}), state {exp.state.value}")
     if follow:
-        sys.exit(_follow(client, exp["id"]))
+        sys.exit(_follow(client, exp.id))
     if test_mode:
-        sys.exit(watch_stages(client, exp["id"]))
+        sys.exit(watch_stages(client, exp.id))
 
 
-def _follow(client, exp_id: int) -> int:
+def _follow(client: Client, exp_id: int) -> int:
     trial_id = wait_for_first_trial(client, exp_id)
     if trial_id is not None:
         follow_trial_logs(client, trial_id)
     while True:
-        d = client.get(f"/experiments/{exp_id}")
-        if d["experiment"]["state"] in TERMINAL:
+        d = client.get_experiment(exp_id)
+        if d.experiment.state.terminal:
             break
         time.sleep(0.5)
     _print_outcome(d)
-    return 0 if d["experiment"]["state"] == "COMPLETED" else 1
+    return 0 if d.experiment.state is ExperimentState.COMPLETED else 1
 
 
-def _print_outcome(d: dict) -> None:
-    exp = d["experiment"]
-    output.console.print(f"Experiment {exp['id']} ended {exp['state']}.")
-    if exp.get("error_message"):
-        output.console.print(f"Reason: {exp['error_message']}")
-    for tr in d["trials"]:
-        val = tr.get("latest_validation")
+def _print_outcome(d: ExperimentDetail) -> None:
+    exp = d.experiment
+    output.console.print(f"Experiment {exp.id} ended {exp.state.value}.")
+    if exp.error_message:
+        output.console.print(f"Reason: {exp.error_message}")
+    for tr in d.trials:
+        val = tr.latest_validation
         if val:
-            output.console.print(f"Trial {tr['id']} final validation (steps {val['steps_completed']}): "
-                                 f"{output.short_metrics(val['metrics'], limit=20)}")
+            output.console.print(f"Trial {tr.id} final validation (steps {val.steps_completed}): "
+                                 f"{output.short_metrics(val.metrics, limit=20)}")
 
 
 @experiment.command("list")
@@ -121,14 +122,18 @@ def _print_outcome(d: dict) -> None:
 @click.pass_context
 def list_(ctx, limit, offset, as_json) -> None:
     """List experiments, newest first."""
-    data = client_of(ctx).get("/experiments", limit=limit, offset=offset)
+    data = client_of(ctx).list_experiments(limit=limit, offset=offset)
     if as_json:
         return output.print_json(data)
     output.table(
         ["ID", "Name", "State", "Progress", "Trials", "Searcher", "Labels", "Created"],
-        [(e["id"], e["name"], e["state"], f"{e['progress']:.0%}", e.get("num_trials"), e["searcher"],
-          ",".join(e["labels"]), output.when(e["created_at"])) for e in data["experiments"]],
+        [(e.id, e.name, e.state, _percent(e.progress), e.num_trials, e.searcher, ",".join(e.labels),
+          output.when(e.created_at)) for e in data.experiments],
     )
+
+
+def _percent(fraction: float | None) -> str:
+    return "" if fraction is None else f"{fraction:.0%}"
 
 
 @experiment.command("describe")
@@ -137,50 +142,53 @@ def list_(ctx, limit, offset, as_json) -> None:
 @click.pass_context
 def describe(ctx, exp_id, as_json) -> None:
     """Show an experiment, its trials and, if it failed, why."""
-    d = client_of(ctx).get(f"/experiments/{exp_id}")
+    d = client_of(ctx).get_experiment(exp_id)
     if as_json:
         return output.print_json(d)
-    e = d["experiment"]
+    e = d.experiment
     output.table(["Field", "Value"], [
-        ("ID", e["id"]), ("Name", e["name"]), ("State", e["state"]), ("Progress", f"{e['progress']:.0%}"),
-        ("Searcher", f"{e['searcher']} (metric {e['metric']}, smaller is better: {e['smaller_is_better']})"),
-        ("Labels", ", ".join(e["labels"])), ("Description", e["description"]),
-        ("Created", output.when(e["created_at"])), ("Ended", output.when(e["ended_at"])),
-        ("Best validation", _best(e.get("best_validation"))),
-        ("Error", e["error_message"]),
-        *(("Warning", w) for w in e.get("warnings") or ()),
+        ("ID", e.id), ("Name", e.name), ("State", e.state), ("Progress", _percent(e.progress)),
+        ("Searcher", f"{e.searcher} (metric {e.metric}, smaller is better: {e.smaller_is_better})"),
+        ("Labels", ", ".join(e.labels)), ("Description", e.description),
+        ("Created", output.when(e.created_at)), ("Ended", output.when(e.ended_at)),
+        ("Best validation", _best(e.best_validation)),
+        ("Error", e.error_message),
+        *(("Warning", w) for w in e.warnings or ()),
     ])
-    _trials_table(d["trials"])
+    _trials_table(d.trials)
 
 
-def _best(best: dict | None) -> str:
-    if not best:
+def _best(best: BestValidation | None) -> str:
+    if best is None:
         return ""
-    return f"{best['metric']}={best['value']:.6g} (trial {best['trial_id']}, steps {best['steps_completed']})"
+    value = f"{best.value:.6g}" if isinstance(best.value, (int, float)) else best.value
+    return f"{best.metric}={value} (trial {best.trial_id}, steps {best.steps_completed})"
 
 
-def _trials_table(trials: list[dict]) -> None:
+def _trials_table(trials: list[Trial]) -> None:
     output.table(
         ["Trial", "State", "Steps", "Restarts", "Latest validation", "Hyperparameters", "Error"],
-        [(t["id"], t["state"], t.get("steps_completed"), t["restarts"],
-          output.short_metrics((t.get("latest_validation") or {}).get("metrics")),
-          output.short_metrics(t["hparams"]), t.get("error_message")) for t in trials],
+        [(t.id, t.state, t.steps_completed, t.restarts,
+          output.short_metrics(t.latest_validation.metrics if t.latest_validation else None),
+          output.short_metrics(t.hparams), t.error_message) for t in trials],
     )
 
 
-def _action(name: str, verb: str):
+def _action(name: ExperimentAction, verb: str) -> click.Command:
     @experiment.command(name)
     @click.argument("exp_id", type=int)
     @click.pass_context
     def cmd(ctx, exp_id) -> None:
-        e = client_of(ctx).post(f"/experiments/{exp_id}/{name}")["experiment"]
-        output.console.print(f"{verb} experiment {exp_id}; it is now {e['state']}")
+        e = client_of(ctx).experiment_action(exp_id, name).experiment
+        output.console.print(f"{verb} experiment {exp_id}; it is now {e.state.value}")
 
     cmd.__doc__ = f"{verb.capitalize()} an experiment."
     return cmd
 
 
-for _name, _verb in (("pause", "paused"), ("activate", "activated"), ("cancel", "canceled"), ("kill", "killed")):
+ACTIONS: tuple[tuple[ExperimentAction, str], ...] = (
+    ("pause", "paused"), ("activate", "activated"), ("cancel", "canceled"), ("kill", "killed"))
+for _name, _verb in ACTIONS:
     _action(_name, _verb)
 
 
@@ -192,13 +200,13 @@ def wait(ctx, exp_id, polling_interval) -> None:
     """Wait until the experiment ends; exit code 0 only if it COMPLETED."""
     client = client_of(ctx)
     while True:
-        d = client.get(f"/experiments/{exp_id}")
-        state = d["experiment"]["state"]
-        if state in TERMINAL:
+        d = client.get_experiment(exp_id)
+        state = d.experiment.state
+        if state.terminal:
             break
         time.sleep(polling_interval)
     _print_outcome(d)
-    if state != "COMPLETED":
+    if state is not ExperimentState.COMPLETED:
         sys.exit(1)
 
 
@@ -208,10 +216,10 @@ def wait(ctx, exp_id, polling_interval) -> None:
 @click.pass_context
 def list_trials(ctx, exp_id, as_json) -> None:
     """List the trials of an experiment."""
-    data = client_of(ctx).get(f"/experiments/{exp_id}/trials")
+    data = client_of(ctx).experiment_trials(exp_id)
     if as_json:
         return output.print_json(data)
-    _trials_table(data["trials"])
+    _trials_table(data.trials)
 
 
 @experiment.command("list-checkpoints")
@@ -220,18 +228,18 @@ def list_trials(ctx, exp_id, as_json) -> None:
 @click.pass_context
 def list_checkpoints(ctx, exp_id, as_json) -> None:
     """List the checkpoints of an experiment."""
-    data = client_of(ctx).get(f"/experiments/{exp_id}/checkpoints")
+    data = client_of(ctx).experiment_checkpoints(exp_id)
     if as_json:
         return output.print_json(data)
     output.table(
         ["UUID", "Trial", "Steps", "State", "Size", "Reported"],
-        [(c["uuid"], c["trial_id"], c["steps_completed"], c["state"], _size(c["resources"]),
-          output.when(c["report_time"])) for c in data["checkpoints"]],
+        [(c.uuid, c.trial_id, c.steps_completed, c.state, _size(c.resources), output.when(c.report_time))
+         for c in data.checkpoints],
     )
 
 
-def _size(resources: dict) -> str:
-    total = sum(int(v) for v in resources.values())
+def _size(resources: dict[str, int] | None) -> str:
+    total = sum(int(v) for v in (resources or {}).values())
     return f"{total / 1024:.1f} KiB" if total < 1024 * 1024 else f"{total / 1024 / 1024:.1f} MiB"
 
 
@@ -245,9 +253,9 @@ __all__ = ["experiment", "StalwartError"]
 @click.pass_context
 def preview_search(ctx, config_file, overrides, as_json) -> None:
     """Show the trials and lengths a search would create, without running anything."""
-    reply = client_of(ctx).post("/searcher/preview", {"config": _read_config(config_file, overrides)})
+    reply = client_of(ctx).preview_search(_read_config(config_file, overrides))
     if as_json:
         return output.print_json(reply)
-    for w in reply.get("warnings", []):
+    for w in reply.warnings:
         output.warn(w)
-    output.console.print(reply["text"])
+    output.console.print(reply.text)

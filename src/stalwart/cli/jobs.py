@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from stalwart.api.errors import InvalidRequest
+from stalwart.api.models.jobs import Job
 from stalwart.cli import output
 from stalwart.cli.base import AliasedGroup, client_of, json_option
 
@@ -14,13 +15,13 @@ def job() -> None:
     """The job queue: every experiment and command, in scheduling order."""
 
 
-def print_jobs(jobs: list[dict]) -> None:
+def print_jobs(jobs: list[Job]) -> None:
     output.table(
         ["#", "Job ID", "Type", "ID", "Name", "Owner", "State", "Priority", "Weight", "Pool", "Slots (alloc/req)",
          "Submitted", "Note"],
-        [(j["queue_position"], j["job_id"], j["type"], j["entity_id"], j["name"], j["owner"], j["state"], j["priority"],
-          j["weight"], j["resource_pool"], f"{j['slots_allocated']}/{j['slots_requested']}",
-          output.when(j["submitted_at"]), j.get("reason") or "") for j in jobs],
+        [(j.queue_position, j.job_id, j.type, j.entity_id, j.name, j.owner, j.state, j.priority, j.weight,
+          j.resource_pool, f"{j.slots_allocated}/{j.slots_requested}", output.when(j.submitted_at), j.reason or "")
+         for j in jobs],
     )
 
 
@@ -30,11 +31,10 @@ def print_jobs(jobs: list[dict]) -> None:
 @click.pass_context
 def list_jobs(ctx, resource_pool, as_json) -> None:
     """List jobs in queue order (position, priority, weight, pool, state)."""
-    params = {"resource_pool": resource_pool} if resource_pool else {}
-    data = client_of(ctx).get("/jobs", **params)
+    data = client_of(ctx).list_jobs(resource_pool=resource_pool or None)
     if as_json:
         return output.print_json(data)
-    print_jobs(data["jobs"])
+    print_jobs(data.jobs)
 
 
 @job.command("update")
@@ -47,20 +47,19 @@ def list_jobs(ctx, resource_pool, as_json) -> None:
 @click.pass_context
 def update(ctx, job_id, priority, weight, resource_pool, ahead_of, behind_of) -> None:
     """Change a job's priority, weight, pool or place in the queue (effective on the next scheduling pass)."""
-    changes = {k: v for k, v in (("priority", priority), ("weight", weight), ("resource_pool", resource_pool))
-               if v is not None}
+    changes = any(v is not None for v in (priority, weight, resource_pool))
     if not changes and not ahead_of and not behind_of:
         raise InvalidRequest("nothing to update: give --priority, --weight, --resource-pool, --ahead-of or --behind-of")
     if ahead_of and behind_of:
         raise InvalidRequest("give only one of --ahead-of and --behind-of")
     client = client_of(ctx)
     if changes:
-        client.request("PATCH", f"/jobs/{job_id}", json_body=changes)
+        client.update_job(job_id, priority=priority, weight=weight, resource_pool=resource_pool)
     if ahead_of or behind_of:
-        client.post(f"/jobs/{job_id}/move", {"ahead_of": ahead_of} if ahead_of else {"behind_of": behind_of})
-    reply = client.get(f"/jobs/{job_id}")["job"]
-    output.console.print(f"Job {job_id}: priority {reply['priority']}, weight {reply['weight']}, pool "
-                         f"{reply['resource_pool']}, queue position {reply['queue_position']}.")
+        client.move_job(job_id, ahead_of=ahead_of, behind_of=behind_of)
+    reply = client.get_job(job_id).job
+    output.console.print(f"Job {job_id}: priority {reply.priority}, weight {reply.weight}, pool "
+                         f"{reply.resource_pool}, queue position {reply.queue_position}.")
 
 
 SET_KEYS = {"priority": ("priority", int), "weight": ("weight", float), "max-slots": ("max_slots", int)}
@@ -79,10 +78,15 @@ def set_command(kind: str, keys: tuple[str, ...]) -> click.Command:
         try:
             parsed = cast(value)
         except ValueError:
-            raise InvalidRequest(f"{key}: expected {'an integer' if cast is int else 'a number'}, got {value!r}") from None
-        job = client_of(ctx).request("PATCH", f"/{kind}s/{entity_id}/job", json_body={field: parsed})["job"]
-        output.console.print(f"{kind.capitalize()} {entity_id}: {key} is now {job[field]} (job {job['job_id']}, "
-                             f"queue position {job['queue_position']}).")
+            expected = "an integer" if cast is int else "a number"
+            raise InvalidRequest(f"{key}: expected {expected}, got {value!r}") from None
+        client = client_of(ctx)
+        if kind == "experiment":
+            job = client.update_experiment_job(entity_id, **{field: parsed}).job
+        else:
+            job = client.update_command_job(entity_id, **{field: parsed}).job
+        output.console.print(f"{kind.capitalize()} {entity_id}: {key} is now {getattr(job, field)} "
+                             f"(job {job.job_id}, queue position {job.queue_position}).")
 
     set_.__doc__ = f"Set the {'/'.join(keys)} of {kind} ID (effective on the next scheduling pass)."
     set_.help = set_.__doc__

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -11,10 +12,10 @@ import subprocess
 import sys
 import time
 
-import httpx
-
 from stalwart.api.errors import InvalidRequest, InvalidStateError, MasterUnavailable, StalwartError
+from stalwart.api.models.cluster import MasterInfo
 from stalwart.cli import home as homes
+from stalwart.client import Client
 
 DEFAULT_PORT = 8080
 
@@ -37,13 +38,13 @@ def pick_port(preferred: int = DEFAULT_PORT) -> int:
         return s.getsockname()[1]
 
 
-def master_info(url: str, timeout: float = 2.0) -> dict | None:
-    """What the master at `url` says of itself (its cluster id), or None if none answers."""
-    try:
-        resp = httpx.get(url + "/api/v1/master", timeout=timeout)
-        return resp.json() if resp.status_code == 200 else None
-    except (httpx.HTTPError, ValueError):
-        return None
+def master_info(url: str, timeout: float = 2.0) -> MasterInfo | None:
+    """What the master at `url` says of itself (its cluster id), or None if none answers (as a master)."""
+    with Client(url, timeout=timeout) as client:
+        try:
+            return client.master_info()
+        except StalwartError:
+            return None
 
 
 def master_alive(url: str, timeout: float = 2.0) -> bool:
@@ -85,7 +86,7 @@ def running_local() -> dict | None:
     if not rec or not ours(rec.get("master_pid"), "master", pathlib.Path(rec.get("home") or homes.home())):
         return None
     info = master_info(rec["url"])
-    if info is None or (rec.get("cluster_id") and info.get("cluster_id") != rec["cluster_id"]):
+    if info is None or (rec.get("cluster_id") and info.cluster_id != rec["cluster_id"]):
         return None
     return rec
 
@@ -96,9 +97,9 @@ def _spawn(args: list[str], log_name: str, foreground: bool) -> subprocess.Popen
     cmd = [sys.executable, "-m", "stalwart.cli.main", *args]
     if foreground:
         return subprocess.Popen(cmd)
-    out = open(logs / log_name, "ab")
-    return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
+    with open(logs / log_name, "ab") as out:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
 
 
 def _log_tail(name: str, lines: int = 8) -> str:
@@ -119,13 +120,13 @@ def wait_for_master(url: str, proc: subprocess.Popen, base: pathlib.Path, timeou
             ours_id = cluster_id_file(base).read_text().strip()
         except OSError:
             ours_id = None
-        if info is not None and ours_id and info.get("cluster_id") == ours_id and proc.poll() is None:
+        if info is not None and ours_id and info.cluster_id == ours_id and proc.poll() is None:
             return ours_id
         if proc.poll() is not None:
             log = homes.home() / "logs" / "master.log"
             if info is not None:
                 raise InvalidStateError(
-                    f"{url} is already served by another Stalwart master (cluster {info.get('cluster_id')}), not "
+                    f"{url} is already served by another Stalwart master (cluster {info.cluster_id}), not "
                     f"this home's ({base}); choose another port with --port, or stop that master")
             raise StalwartError(f"the local master exited with code {proc.returncode}; see {log}:\n"
                                 f"{_log_tail('master.log')}")
@@ -134,21 +135,27 @@ def wait_for_master(url: str, proc: subprocess.Popen, base: pathlib.Path, timeou
                             f"{homes.home() / 'logs' / 'master.log'}")
 
 
+def _registered(client: Client, agent_id: str, since: float) -> bool:
+    """The agent is connected and has been heard from since `since` (false while the master cannot say)."""
+    try:
+        agents = client.list_agents().agents
+    except StalwartError:
+        return False
+    return any(a.id == agent_id and a.connected and (a.last_seen or 0) >= since for a in agents)
+
+
 def wait_for_agent(url: str, agent_id: str, proc: subprocess.Popen | None, since: float,
                    timeout: float = 60.0) -> None:
     """Wait until the local agent has registered with the master (else fail showing the agent's error)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            agents = httpx.get(url + "/api/v1/agents", timeout=2.0).json().get("agents", [])
-        except (httpx.HTTPError, ValueError, AttributeError):
-            agents = []
-        if any(a.get("id") == agent_id and a.get("connected") and a.get("last_seen", 0) >= since for a in agents):
-            return
-        if proc is not None and proc.poll() is not None:
-            raise StalwartError(f"the local agent exited with code {proc.returncode}; from "
-                                f"{homes.home() / 'logs' / 'agent.log'}:\n{_log_tail('agent.log')}")
-        time.sleep(0.2)
+    with Client(url, timeout=2.0) as client:
+        while time.monotonic() < deadline:
+            if _registered(client, agent_id, since):
+                return
+            if proc is not None and proc.poll() is not None:
+                raise StalwartError(f"the local agent exited with code {proc.returncode}; from "
+                                    f"{homes.home() / 'logs' / 'agent.log'}:\n{_log_tail('agent.log')}")
+            time.sleep(0.2)
     raise StalwartError(f"the local agent did not register with the master within {timeout:.0f} s; from "
                         f"{homes.home() / 'logs' / 'agent.log'}:\n{_log_tail('agent.log')}")
 
@@ -201,7 +208,7 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
     else:
         if not port_free(port):
             other = master_info(url)
-            who = f"another Stalwart master (cluster {other.get('cluster_id')})" if other else "another program"
+            who = f"another Stalwart master (cluster {other.cluster_id})" if other else "another program"
             raise InvalidStateError(f"port {port} is already in use by {who}; choose another port with --port")
         db = f"sqlite:///{base / 'master.db'}"
         args = ["master", "run", "--port", str(port), "--home", str(base)]
@@ -230,22 +237,24 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
     homes.write_local_record(record)  # before waiting: `down` must find what was started, whatever happens next
     wait_for_agent(url, agent_id, agent, since)
     if foreground:
-        _wait_foreground(master, agent)
+        _wait_foreground(agent, master)
     return record
 
 
-def _wait_foreground(master: subprocess.Popen, agent: subprocess.Popen) -> None:
+def _wait_foreground(*procs: subprocess.Popen | None) -> None:
+    """Run until one of the processes started here ends (or Ctrl-C), then stop them all."""
+    started = [p for p in procs if p is not None]
     try:
-        while master.poll() is None and agent.poll() is None:
+        while started and all(p.poll() is None for p in started):
             time.sleep(0.5)
     except KeyboardInterrupt:
         pass
     finally:
-        for p in (agent, master):
+        for p in started:
             if p.poll() is None:
                 p.terminate()
-        deadline = time.monotonic() + 10  # one grace period for both, then they are killed
-        for p in (agent, master):
+        deadline = time.monotonic() + 10  # one grace period for all, then they are killed
+        for p in started:
             try:
                 p.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -291,7 +300,5 @@ def _agent_state_pid(work_dir: pathlib.Path) -> int | None:
 
 
 def _reap(pid: int) -> None:
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass

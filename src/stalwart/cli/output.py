@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import json
 import sys
 from collections.abc import Iterable
 from typing import Any
 
+from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -20,6 +22,9 @@ err_console = Console(stderr=True, highlight=False, markup=False)
 
 
 def print_json(data: Any) -> None:
+    """`data` as indented JSON; an API model as the master sent it (fields it left out stay out)."""
+    if isinstance(data, BaseModel):
+        data = data.model_dump(mode="json", exclude_unset=True)
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
@@ -34,8 +39,17 @@ def table(columns: list[str], rows: Iterable[Iterable[Any]], title: str | None =
     for c in columns:
         t.add_column(c, overflow="fold")
     for row in rows:
-        t.add_row(*["" if v is None else str(v) for v in row])
+        t.add_row(*[cell(v) for v in row])
     console.print(t)
+
+
+def cell(value: Any) -> str:
+    """A value as a table shows it: nothing for None, an enum (a state) by its value."""
+    if value is None:
+        return ""
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    return str(value)
 
 
 def short_metrics(metrics: dict | None, limit: int = 6) -> str:

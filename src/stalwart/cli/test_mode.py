@@ -9,25 +9,25 @@ import time
 
 import yaml
 
+from stalwart.api.states import ExperimentState
 from stalwart.cli import output
 from stalwart.cli.follow import format_line, wait_for_first_trial
 from stalwart.client import Client
 
 STAGES = ("Scheduling", "Training", "Validation", "Checkpointing")
-TERMINAL = {"COMPLETED", "CANCELED", "ERROR"}
 
 
 def _reached(client: Client, trial_id: int) -> set[str]:
-    d = client.get(f"/trials/{trial_id}")
+    d = client.get_trial(trial_id)
     got = set()
-    if any(r["started_at"] for r in d["runs"]):
+    if any(r.started_at for r in d.runs):
         got.add("Scheduling")
-    groups = {m["group"] for m in client.get(f"/trials/{trial_id}/metrics", limit=1000)["metrics"]}
+    groups = {m.group for m in client.trial_metrics(trial_id, limit=1000).metrics}
     if "training" in groups:
         got.add("Training")
     if "validation" in groups:
         got.add("Validation")
-    if client.get(f"/trials/{trial_id}/checkpoints")["checkpoints"]:
+    if client.trial_checkpoints(trial_id).checkpoints:
         got.add("Checkpointing")
     return got
 
@@ -37,25 +37,25 @@ def watch_stages(client: Client, exp_id: int, timeout: float = 1800) -> int:
     trial_id = wait_for_first_trial(client, exp_id, timeout)
     shown: set[str] = set()
     deadline = time.monotonic() + timeout
-    state = "ACTIVE"
+    state = ExperimentState.ACTIVE
     while trial_id is not None and time.monotonic() < deadline:
-        state = client.get(f"/experiments/{exp_id}")["experiment"]["state"]
+        state = client.get_experiment(exp_id).experiment.state
         reached = _reached(client, trial_id)
         for stage in STAGES:
             if stage in reached and stage not in shown:
                 output.console.print(f"  ✔ {stage}")
                 shown.add(stage)
-        if state in TERMINAL:
+        if state.terminal:
             break
         time.sleep(0.3)
     missing = [s for s in STAGES if s not in shown]
-    if state == "COMPLETED" and not missing:
+    if state is ExperimentState.COMPLETED and not missing:
         output.console.print(f"Test experiment {exp_id} passed every stage.")
         return 0
     failed = missing[0] if missing else "Completion"
-    output.console.print(f"  ✘ {failed} failed: experiment {exp_id} ended {state}.")
+    output.console.print(f"  ✘ {failed} failed: experiment {exp_id} ended {state.value}.")
     if trial_id is not None:
-        lines = list(client.stream_lines(f"/trials/{trial_id}/logs", follow="false"))
+        lines = list(client.stream_trial_logs(trial_id))
         output.console.print("Last lines of the trial's log:")
         for entry in lines[-40:]:
             output.console.print(format_line(entry))

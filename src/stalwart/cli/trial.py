@@ -20,24 +20,24 @@ def trial() -> None:
 @click.pass_context
 def describe(ctx, trial_id, as_json) -> None:
     """Show a trial, its runs (restarts with reasons) and its latest checkpoint."""
-    d = client_of(ctx).get(f"/trials/{trial_id}")
+    d = client_of(ctx).get_trial(trial_id)
     if as_json:
         return output.print_json(d)
-    t = d["trial"]
-    val = t.get("latest_validation") or {}
-    ckpt = d.get("latest_checkpoint") or {}
+    t = d.trial
+    val = t.latest_validation
+    ckpt = d.latest_checkpoint
     output.table(["Field", "Value"], [
-        ("Trial", t["id"]), ("Experiment", t["experiment_id"]), ("State", t["state"]),
-        ("Steps completed", t.get("steps_completed")), ("Restarts", t["restarts"]),
-        ("Hyperparameters", output.short_metrics(t["hparams"], limit=50)),
-        ("Latest validation", output.short_metrics(val.get("metrics"), limit=50)),
-        ("Latest checkpoint", f"{ckpt.get('uuid')} (steps {ckpt.get('steps_completed')})" if ckpt else ""),
-        ("Error", t.get("error_message")),
+        ("Trial", t.id), ("Experiment", t.experiment_id), ("State", t.state),
+        ("Steps completed", t.steps_completed), ("Restarts", t.restarts),
+        ("Hyperparameters", output.short_metrics(t.hparams, limit=50)),
+        ("Latest validation", output.short_metrics(val.metrics if val else None, limit=50)),
+        ("Latest checkpoint", f"{ckpt.uuid} (steps {ckpt.steps_completed})" if ckpt else ""),
+        ("Error", t.error_message),
     ])
     output.table(
         ["Run", "State", "Agent", "Exit code", "Exit reason", "Started", "Ended"],
-        [(r["run_id"], r["state"], r["agent_id"], r["exit_code"], r["exit_reason"], output.when(r["started_at"]),
-          output.when(r["ended_at"])) for r in d["runs"]],
+        [(r.run_id, r.state, r.agent_id, r.exit_code, r.exit_reason, output.when(r.started_at),
+          output.when(r.ended_at)) for r in d.runs],
         title="Runs",
     )
 
@@ -56,5 +56,5 @@ def logs(ctx, trial_id, follow) -> None:
 @click.pass_context
 def kill(ctx, trial_id) -> None:
     """Kill a trial at once (no checkpoint)."""
-    client_of(ctx).post(f"/trials/{trial_id}/kill")
+    client_of(ctx).kill_trial(trial_id)
     output.console.print(f"Killed trial {trial_id}")

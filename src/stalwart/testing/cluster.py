@@ -10,8 +10,7 @@ import subprocess
 import sys
 import time
 
-import httpx
-
+from stalwart.api.errors import StalwartError
 from stalwart.client import Client
 
 
@@ -44,9 +43,9 @@ class LocalTestCluster:
 
     # -- processes ------------------------------------------------------------------------
     def _spawn(self, args: list[str], log: str) -> subprocess.Popen:
-        out = open(self.home / log, "ab")
-        return subprocess.Popen([sys.executable, "-m", "stalwart.cli.main", *args], env=self.env, stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        with open(self.home / log, "ab") as out:  # the child keeps its own copy of the descriptor
+            return subprocess.Popen([sys.executable, "-m", "stalwart.cli.main", *args], env=self.env, stdout=out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 
     def start_master(self) -> None:
         args = ["master", "run", "--db", self.db_url, "--port", str(self.port), "--home", str(self.home),
@@ -58,9 +57,10 @@ class LocalTestCluster:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                if httpx.get(self.url + "/api/v1/master", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
+                with Client(self.url, timeout=1) as probe:
+                    probe.master_info()
+                return
+            except StalwartError:
                 pass
             if self.master.poll() is not None:
                 raise RuntimeError(f"master exited with {self.master.returncode}: {self.log('master.log')[-3000:]}")
@@ -69,9 +69,10 @@ class LocalTestCluster:
 
     def start_agent(self, index: int = 0, slots: int | None = None, pool: str | None = None) -> subprocess.Popen:
         pool = pool or (self.agent_pools[index] if index < len(self.agent_pools) else "default")
-        proc = self._spawn(["agent", "run", "--master", self.url, "--agent-id", f"agent-{index}", "--slots",
-                            str(self.slots if slots is None else slots), "--work-dir", str(self.home / f"agent-{index}"),
-                            "--resource-pool", pool], f"agent-{index}.log")
+        proc = self._spawn(["agent", "run", "--master", self.url, "--agent-id", f"agent-{index}",
+                            "--slots", str(self.slots if slots is None else slots),
+                            "--work-dir", str(self.home / f"agent-{index}"), "--resource-pool", pool],
+                           f"agent-{index}.log")
         if index < len(self.agents):
             self.agents[index] = proc
         else:

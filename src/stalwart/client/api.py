@@ -1,0 +1,18 @@
+"""`Client`: the one typed client of the master's REST API, every area's methods on one object."""
+
+from __future__ import annotations
+
+from stalwart.client.agents import AgentsApi
+from stalwart.client.checkpoints import CheckpointsApi
+from stalwart.client.experiments import ExperimentsApi
+from stalwart.client.jobs import JobsApi
+from stalwart.client.master import MasterApi
+from stalwart.client.tasks import TasksApi
+from stalwart.client.trials import TrialsApi
+
+
+class Client(ExperimentsApi, TrialsApi, CheckpointsApi, AgentsApi, JobsApi, TasksApi, MasterApi):
+    """One master. `retry_for` > 0 keeps retrying connection failures and 5xx answers that long (seconds).
+
+    A method per operation, returning the response model (`get_experiment(id).experiment.state`); the
+    untyped `get`/`post`/`stream_lines` of the transport remain for tests that probe the API itself."""

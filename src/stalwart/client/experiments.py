@@ -1,0 +1,75 @@
+"""Experiments: create, list, describe, actions, trials, checkpoints, the context archive, the best validation."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from stalwart.api.models import checkpoints, experiments, jobs, searcher, series
+from stalwart.client.endpoints import Api, body, endpoint
+
+E = "/api/v1/experiments"
+ExperimentAction = Literal["pause", "activate", "cancel", "kill", "archive", "unarchive"]
+
+CREATE = endpoint("POST", E, experiments.CreatedExperiment, experiments.CreateExperiment)
+LIST = endpoint("GET", E, experiments.ExperimentList)
+DESCRIBE = endpoint("GET", E + "/{exp_id}", experiments.ExperimentDetail)
+ACTION = endpoint("POST", E + "/{exp_id}/{action}", experiments.ExperimentEnvelope)
+TRIALS = endpoint("GET", E + "/{exp_id}/trials", experiments.TrialList)
+CHECKPOINTS = endpoint("GET", E + "/{exp_id}/checkpoints", checkpoints.CheckpointList)
+MODEL_DEF = endpoint("GET", E + "/{exp_id}/model_def", experiments.ModelDef)
+BEST_METRIC = endpoint("GET", E + "/{exp_id}/searcher/best_searcher_validation_metric", experiments.BestMetric)
+UPDATE_JOB = endpoint("PATCH", E + "/{exp_id}/job", jobs.JobEnvelope, jobs.UpdateJob)
+SERIES = endpoint("GET", E + "/{exp_id}/metrics/series", series.ExperimentSeries)
+PREVIEW = endpoint("POST", "/api/v1/searcher/preview", searcher.PreviewAnswer, searcher.PreviewRequest)
+
+
+class ExperimentsApi(Api):
+    def create_experiment(self, config: str, context_b64: str = "", *, activate: bool = True,
+                          owner: str | None = None, validate_only: bool = False) -> experiments.CreatedExperiment:
+        """`config`: the experiment config as YAML text; `context_b64`: base64 of the context .tgz."""
+        fields: dict[str, object] = {"config": config, "context": context_b64, "activate": activate}
+        if owner is not None:
+            fields["owner"] = owner
+        if validate_only:
+            fields["validate_only"] = True
+        return self.call(CREATE, json_body=body(experiments.CreateExperiment, **fields))
+
+    def list_experiments(self, *, limit: int = 200, offset: int = 0) -> experiments.ExperimentList:
+        return self.call(LIST, params={"limit": limit, "offset": offset})
+
+    def get_experiment(self, exp_id: int) -> experiments.ExperimentDetail:
+        return self.call(DESCRIBE, path={"exp_id": exp_id})
+
+    def experiment_action(self, exp_id: int, action: ExperimentAction) -> experiments.ExperimentEnvelope:
+        return self.call(ACTION, path={"exp_id": exp_id, "action": action}, json_body={})
+
+    def experiment_trials(self, exp_id: int) -> experiments.TrialList:
+        return self.call(TRIALS, path={"exp_id": exp_id})
+
+    def experiment_checkpoints(self, exp_id: int) -> checkpoints.CheckpointList:
+        return self.call(CHECKPOINTS, path={"exp_id": exp_id})
+
+    def experiment_model_def(self, exp_id: int) -> experiments.ModelDef:
+        return self.call(MODEL_DEF, path={"exp_id": exp_id})
+
+    def best_validation_metric(self, exp_id: int) -> experiments.BestMetric:
+        """The experiment's best searcher metric so far (NotFoundError while it has none)."""
+        return self.call(BEST_METRIC, path={"exp_id": exp_id})
+
+    def update_experiment_job(self, exp_id: int, *, priority: int | None = None, weight: float | None = None,
+                              max_slots: int | None = None) -> jobs.JobEnvelope:
+        changes = {k: v for k, v in (("priority", priority), ("weight", weight), ("max_slots", max_slots))
+                   if v is not None}
+        return self.call(UPDATE_JOB, path={"exp_id": exp_id}, json_body=body(jobs.UpdateJob, **changes))
+
+    def experiment_series(self, exp_id: int, *, group: str = "validation", metric: str | None = None,
+                          x_axis: series.XAxis | None = None, max_points: int | None = None,
+                          trial_ids: list[int] | None = None) -> series.ExperimentSeries:
+        """The experiment's trials' series on one x grid (JSON; the UI reads the float32 form)."""
+        ids = ",".join(str(t) for t in trial_ids) if trial_ids else None
+        return self.call(SERIES, path={"exp_id": exp_id}, params={
+            "group": group, "metric": metric, "x": x_axis, "max_points": max_points, "trial_ids": ids})
+
+    def preview_search(self, config: str) -> searcher.PreviewAnswer:
+        """What a search over `config` (YAML text) would create, simulated by the master."""
+        return self.call(PREVIEW, json_body=body(searcher.PreviewRequest, config=config))
