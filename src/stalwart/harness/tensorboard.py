@@ -13,6 +13,7 @@ import pathlib
 import socket
 import struct
 import time
+from typing import BinaryIO
 
 _CRC_TABLE: list[int] = []
 
@@ -85,13 +86,13 @@ class ScalarWriter:
 
     def __init__(self, logdir: str | os.PathLike) -> None:
         self.logdir = pathlib.Path(logdir)
-        self._file = None
+        self._file: BinaryIO | None = None
 
-    def _open(self):
+    def _open(self) -> BinaryIO:
         if self._file is None:
             self.logdir.mkdir(parents=True, exist_ok=True)
             name = f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}.{os.getpid()}"
-            self._file = open(self.logdir / name, "ab")
+            self._file = open(self.logdir / name, "ab")  # noqa: SIM115 - open for the writer's life; close() ends it
             self._file.write(record(event(time.time(), 0, file_version="brain.Event:2")))
         return self._file
 

@@ -7,6 +7,7 @@ import contextlib
 import os
 import pathlib
 import shutil
+import tempfile
 from collections.abc import Iterator
 
 
@@ -39,25 +40,43 @@ class StorageManager(abc.ABC):
     def list(self, storage_id: str) -> dict[str, int]: ...
 
     @contextlib.contextmanager
-    def store_path(self, storage_id: str, scratch: pathlib.Path) -> Iterator[pathlib.Path]:
+    def store_path(self, storage_id: str, scratch: pathlib.Path | None = None) -> Iterator[pathlib.Path]:
         """A directory to write a checkpoint into; it is uploaded when the block ends without error.
 
-        The scratch copy goes either way; an upload that fails half-way is deleted from storage.
+        The local copy is written under `scratch` (default: a new temporary directory) and goes either
+        way; an upload that fails half-way is deleted from storage.
         """
-        path = scratch / storage_id
-        path.mkdir(parents=True, exist_ok=True)
-        try:
-            yield path
+        with _scratch_root(scratch) as root:
+            path = root / storage_id
+            path.mkdir(parents=True, exist_ok=True)
             try:
-                self.upload(path, storage_id)
-            except BaseException:
-                self.delete(storage_id)
-                raise
-        finally:
-            shutil.rmtree(path, ignore_errors=True)
+                yield path
+                try:
+                    self.upload(path, storage_id)
+                except BaseException:
+                    self.delete(storage_id)
+                    raise
+            finally:
+                shutil.rmtree(path, ignore_errors=True)
 
     @contextlib.contextmanager
-    def restore_path(self, storage_id: str, scratch: pathlib.Path) -> Iterator[pathlib.Path]:
-        path = scratch / storage_id
-        self.download(storage_id, path)
-        yield path
+    def restore_path(self, storage_id: str, scratch: pathlib.Path | None = None) -> Iterator[pathlib.Path]:
+        """A directory holding the checkpoint's files, downloaded under `scratch`.
+
+        With a `scratch` the download stays there for the caller to remove; without one it goes into a
+        new temporary directory that is removed when the block ends.
+        """
+        with _scratch_root(scratch) as root:
+            path = root / storage_id
+            self.download(storage_id, path)
+            yield path
+
+
+@contextlib.contextmanager
+def _scratch_root(scratch: pathlib.Path | None) -> Iterator[pathlib.Path]:
+    """`scratch` itself when given (the caller owns it), else a temporary directory removed afterwards."""
+    if scratch is not None:
+        yield scratch
+        return
+    with tempfile.TemporaryDirectory(prefix="stalwart-checkpoint-") as tmp:
+        yield pathlib.Path(tmp)

@@ -1,4 +1,5 @@
-"""The Core API (Determined's signatures): init() returns a Context with train, checkpoint, preempt, searcher, distributed."""
+"""The Core API (Determined's signatures): init() returns a Context with train, checkpoint, preempt, searcher,
+distributed."""
 
 from stalwart.harness.core._checkpoint import CheckpointContext, DownloadMode
 from stalwart.harness.core._context import Context, init

@@ -8,12 +8,12 @@ import json
 import pathlib
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from stalwart.client import Client
 from stalwart.harness.core._distributed import DistributedContext
-from stalwart.storage import StorageManager, directory_resources
+from stalwart.storage import StorageManager
 
 
 class DownloadMode(enum.Enum):
@@ -70,7 +70,7 @@ class CheckpointContext:
             self._report(storage_id, merged)
 
     def upload(self, ckpt_dir: str | pathlib.Path | None, metadata: dict | None = None, *, shard: bool = False,
-               selector=None) -> str:
+               selector: Callable[[str], bool] | None = None) -> str:
         """Copy `ckpt_dir` into a new checkpoint. shard=True: every worker calls it (ckpt_dir may be None)."""
         if not shard:
             self._chief_only("upload")
@@ -85,37 +85,34 @@ class CheckpointContext:
         if shard and all(i is None for i in idents):
             raise ValueError("checkpoint.upload(shard=True) got ckpt_dir=None on every worker: nothing to store")
         mine = ident is not None and idents.index(ident) == (self._dist.rank if shard else 0)
+        to_copy = src if mine else None
         with self.store_path(metadata, shard=shard) as (path, storage_id):
-            if mine:
-                _copy_into(src, path, selector)
+            if to_copy is not None:
+                _copy_into(to_copy, path, selector)
         return storage_id
+
     @staticmethod
     def _write_metadata(path: pathlib.Path, metadata: dict) -> None:
         (path / METADATA_FILE).write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str))
 
     def _report(self, storage_id: str, metadata: dict) -> None:
-        if self._client is None:
+        if self._client is None or self._trial_id is None:
             return
         if "steps_completed" not in metadata:
             raise ValueError("checkpoint metadata must include 'steps_completed' so the trial can resume from it")
-        resources = directory_resources(self._storage_dir(storage_id))
-        self._client.post("/checkpoints", {
-            "uuid": storage_id, "trial_id": self._trial_id, "resources": resources, "metadata": metadata,
-        })
-
-    def _storage_dir(self, storage_id: str) -> pathlib.Path:
-        with self._storage.restore_path(storage_id) as path:
-            return pathlib.Path(path)
+        resources = self._storage.list(storage_id)
+        self._client.register_checkpoint(self._trial_id, storage_id, resources=resources, metadata=metadata)
 
     # -- reading ----------------------------------------------------------------------------
     @contextlib.contextmanager
     def restore_path(self, storage_id: str, download_mode: DownloadMode = DownloadMode.LocalWorkersShareDownload,
-                     *, selector=None) -> Iterator[pathlib.Path]:
+                     *, selector: Callable[[str], bool] | None = None) -> Iterator[pathlib.Path]:
         with self._storage.restore_path(storage_id) as path:
             yield pathlib.Path(path)
 
     def download(self, storage_id: str, ckpt_dir: str | pathlib.Path,
-                 download_mode: DownloadMode = DownloadMode.LocalWorkersShareDownload, *, selector=None) -> None:
+                 download_mode: DownloadMode = DownloadMode.LocalWorkersShareDownload, *,
+                 selector: Callable[[str], bool] | None = None) -> None:
         self._storage.download(storage_id, pathlib.Path(ckpt_dir))
 
     def get_metadata(self, storage_id: str) -> dict[str, Any]:
@@ -127,7 +124,7 @@ class CheckpointContext:
         self._storage.delete(storage_id)
 
 
-def _copy_into(src: pathlib.Path, dst: pathlib.Path, selector) -> None:
+def _copy_into(src: pathlib.Path, dst: pathlib.Path, selector: Callable[[str], bool] | None) -> None:
     for item in src.iterdir():
         if selector is not None and not selector(item.name):
             continue

@@ -14,7 +14,7 @@ from stalwart.harness.core._preempt import PreemptContext, PreemptMode
 from stalwart.harness.core._searcher import SearcherContext
 from stalwart.harness.core._train import EarlyExitReason, TensorboardMode, TrainContext
 from stalwart.harness.errors import InvalidHP
-from stalwart.harness.info import ClusterInfo, get_cluster_info
+from stalwart.harness.info import ClusterInfo, TrialInfo, get_cluster_info
 from stalwart.harness.session import trial_client
 from stalwart.storage import SharedFSStorage, StorageManager, make_storage
 
@@ -78,11 +78,11 @@ def _local_storage(checkpoint_storage: Any) -> StorageManager:
     return make_storage(dict(checkpoint_storage))
 
 
-def _tensorboard_dir(storage: StorageManager, info: ClusterInfo) -> pathlib.Path:
+def _tensorboard_dir(storage: StorageManager, trial: TrialInfo) -> pathlib.Path:
     """`<storage root>/tensorboard/experiment/<id>/trial/<id>/` as Determined lays it out (else the workdir)."""
     root = getattr(storage, "base", None)
     base = pathlib.Path(root) if root is not None else pathlib.Path(os.environ.get("DET_WORKDIR", "."))
-    return base / "tensorboard" / "experiment" / str(info.trial.experiment_id) / "trial" / str(info.trial.trial_id)
+    return base / "tensorboard" / "experiment" / str(trial.experiment_id) / "trial" / str(trial.trial_id)
 
 
 def init(*, distributed: DistributedContext | None = None, checkpoint_storage: Any = None,
@@ -109,7 +109,7 @@ def init(*, distributed: DistributedContext | None = None, checkpoint_storage: A
     return Context(
         distributed=dist,
         train=TrainContext(client if chief else None, info.trial.trial_id, info.trial.trial_run_id,
-                           info.trial.experiment_id, tensorboard_path=_tensorboard_dir(storage, info),
+                           info.trial.experiment_id, tensorboard_path=_tensorboard_dir(storage, info.trial),
                            tensorboard_mode=tensorboard_mode or TensorboardMode.AUTO),
         checkpoint=CheckpointContext(storage, dist, client, info.trial.trial_id),
         preempt=PreemptContext(client, info.allocation_id, dist, preempt_mode),

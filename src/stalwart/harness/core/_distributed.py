@@ -44,6 +44,7 @@ class DistributedContext:
         if size > 1:
             store = _store
             if store is None:
+                assert self.chief_ip is not None  # set above: given, or 127.0.0.1 on one machine
                 self._hosting = rank == 0
                 store = _store_comm.connect(self.chief_ip, int(pub_port) + int(port_offset), hosting=self._hosting)
             self._store = store

@@ -25,7 +25,7 @@ class _Watcher(threading.Thread):
     def __init__(self, client: Client, allocation_id: str) -> None:
         super().__init__(daemon=True, name="preemption-watcher")
         self.client = client
-        self.path = f"/allocations/{allocation_id}/signals/preemption"
+        self.allocation_id = allocation_id
         self.flag = threading.Event()
         self.first_answer = threading.Event()
         self._stop = threading.Event()
@@ -34,12 +34,12 @@ class _Watcher(threading.Thread):
         timeout = 0
         while not self._stop.is_set() and not self.flag.is_set():
             try:
-                answer = self.client.request("GET", self.path, params={"timeout_seconds": timeout}, timeout=90)
+                answer = self.client.preemption_signal(self.allocation_id, wait_s=timeout, timeout=90)
             except (MasterUnavailable, StalwartError) as err:
                 log.warning("preemption check failed: %s", err)
                 self._stop.wait(1.0)
                 continue
-            if answer.get("preempt"):
+            if answer.preempt:
                 self.flag.set()
             self.first_answer.set()
             timeout = 60
@@ -77,9 +77,9 @@ class PreemptContext:
         return bool(flag)
 
     def acknowledge_preemption_signal(self) -> None:
-        if self._client is None or self._ack_sent or self._dist.rank != 0:
+        if self._client is None or self._allocation_id is None or self._ack_sent or self._dist.rank != 0:
             return
-        self._client.post(f"/allocations/{self._allocation_id}/signals/ack_preemption", {})
+        self._client.ack_preemption(self._allocation_id)
         self._ack_sent = True
 
     def close(self) -> None:

@@ -46,8 +46,8 @@ class SearcherContext:
         self._unit = unit
 
     def _progress(self, fraction: float) -> None:
-        if self._client is not None:
-            self._client.post(f"/trials/{self._trial_id}/progress", {"progress": fraction})
+        if self._client is not None and self._trial_id is not None:
+            self._client.report_progress(self._trial_id, fraction)
 
     def operations(self, searcher_mode: SearcherMode = SearcherMode.WorkersAskChief,
                    auto_ack: bool = True) -> Iterator[SearcherOperation]:

@@ -19,7 +19,7 @@ class MetricShipper(threading.Thread):
     def __init__(self, client: Client, trial_id: int, max_pending: int = 1_000_000, on_sent=None) -> None:
         super().__init__(daemon=True, name="metric-shipper")
         self.client = client
-        self.path = f"/trials/{trial_id}/metrics"
+        self.trial_id = trial_id
         self.max_pending = max_pending
         self._q: deque = deque()
         self._cv = threading.Condition()
@@ -57,7 +57,8 @@ class MetricShipper(threading.Thread):
                 self._cv.notify_all()
 
     def _take(self) -> list[dict]:
-        batch, points = [], 0
+        batch: list[dict] = []
+        points = 0
         while self._q and len(batch) < MAX_REPORTS and (not batch or points < MAX_POINTS):
             report = self._q.popleft()
             points += len(report["metrics"])
@@ -80,7 +81,7 @@ class MetricShipper(threading.Thread):
                 batch = self._take()
                 self._inflight = len(batch)
             try:
-                self.client.post(self.path, {"reports": batch})
+                self.client.report_metrics(self.trial_id, batch)
                 if self._on_sent is not None:
                     self._after_send(batch)
             except MasterUnavailable as err:

@@ -36,7 +36,9 @@ class StoreGroup:
     def _begin(self, value: Any) -> int:
         n = self._round
         self._round += 1
-        self._store.set(f"{n}/{self.member}", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        # torch's stub types the value as str; the binding takes a std::string, which pybind also fills from bytes.
+        self._store.set(f"{n}/{self.member}", payload)  # type: ignore[arg-type]
         return n
 
     def _finish(self, n: int) -> None:

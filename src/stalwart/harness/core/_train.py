@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from stalwart.api.errors import NotFoundError
-from stalwart.api.metric_values import encode_float
+from stalwart.api.metric_values import encode_float, number
 from stalwart.client import Client
 from stalwart.harness.core._shipper import MetricShipper
 from stalwart.harness.tensorboard import ScalarWriter
@@ -75,20 +75,26 @@ class TrainContext:
         self._tb = tensorboard_path or _default_tensorboard_dir()
         auto = TensorboardMode(tensorboard_mode) is TensorboardMode.AUTO
         self._tb_writer = ScalarWriter(self._tb) if tensorboard_path is not None and auto else None
-        self._shipper = None
+        self._shipper: MetricShipper | None = None
         if client is not None:
-            self._shipper = MetricShipper(client, trial_id, on_sent=self._write_tensorboard if self._tb_writer else None)
+            if trial_id is None:
+                raise ValueError("a TrainContext that reports to the master needs the trial id")
+            on_sent = self._write_tensorboard if self._tb_writer else None
+            self._shipper = MetricShipper(client, trial_id, on_sent=on_sent)
             self._shipper.start()
 
     def _write_tensorboard(self, batch: list[dict]) -> None:
         """Acknowledged reports also go to TensorBoard event files, as `group/metric` scalars."""
+        if self._tb_writer is None:
+            return
         for report in batch:
             group = report["group"]
             self._tb_writer.add_scalars(report["steps_completed"],
                                         {f"{group}/{k}": v for k, v in report["metrics"].items()})
 
     def _report(self, group: str, steps_completed: int, metrics: dict) -> None:
-        if not isinstance(steps_completed, int) or isinstance(steps_completed, bool) or not 0 <= steps_completed < 2**63:
+        if (not isinstance(steps_completed, int) or isinstance(steps_completed, bool)
+                or not 0 <= steps_completed < 2**63):
             raise ValueError(f"steps_completed must be an integer in 0..{2**63 - 1}, got {steps_completed!r}")
         check_metrics(metrics)
         plain = _plain(metrics)
@@ -116,22 +122,22 @@ class TrainContext:
     def report_progress(self, progress: float) -> None:
         if not 0 <= float(progress) <= 1:
             raise ValueError(f"progress must be in 0..1, got {progress}")
-        if self._client is not None:
-            self._client.post(f"/trials/{self._trial_id}/progress", {"progress": float(progress)})
+        if self._client is not None and self._trial_id is not None:
+            self._client.report_progress(self._trial_id, float(progress))
 
     def report_early_exit(self, reason: EarlyExitReason) -> None:
-        if self._client is not None:
-            self._client.post(f"/trials/{self._trial_id}/early_exit", {"reason": EarlyExitReason(reason).value})
+        if self._client is not None and self._trial_id is not None:
+            self._client.report_early_exit(self._trial_id, EarlyExitReason(reason).value)
 
     def get_experiment_best_validation(self) -> float | None:
-        if self._client is None:
+        if self._client is None or self._experiment_id is None:
             return None
         self.flush()
         try:
-            return self._client.get(f"/experiments/{self._experiment_id}/searcher/best_searcher_validation_metric")[
-                "metric"]
+            best = self._client.best_validation_metric(self._experiment_id)
         except NotFoundError:
             return None
+        return number(best.metric)  # NaN and the infinities travel as strings
 
     def set_status(self, status: str) -> None:
         log.info("status: %s", status)

@@ -52,7 +52,11 @@ class TrialState:
 
 def rng_state(context: PyTorchTrialContext) -> dict:
     """Python, numpy and torch RNG states, in a form torch.load(weights_only=True) accepts."""
-    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    legacy_state = np.random.get_state(legacy=True)
+    if not isinstance(legacy_state, tuple):  # only a non-MT19937 global generator gives a dict
+        raise TypeError(f"numpy's global RNG is not a MT19937 (its state is {type(legacy_state).__name__}): "
+                        "its state cannot be checkpointed")
+    kind, keys, pos, has_gauss, cached = legacy_state
     state = {
         "cpu_rng_state": torch.random.get_rng_state(),
         "np_rng_state": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
@@ -176,7 +180,7 @@ def apply_state(state: dict, context: PyTorchTrialContext, callbacks: dict[str, 
 def _load_list(what: str, saved: list, live: list, load: Any) -> None:
     if len(saved) != len(live):
         raise RuntimeError(f"the checkpoint has {len(saved)} {what} but this trial wrapped {len(live)}")
-    for obj, sd in zip(live, saved):
+    for obj, sd in zip(live, saved, strict=True):
         load(obj, sd)
 
 

@@ -189,8 +189,10 @@ class PyTorchTrialContext:
     def _no_sync(self) -> Iterator[None]:
         with contextlib.ExitStack() as stack:
             for model in self.models:
-                if hasattr(model, "no_sync"):
-                    stack.enter_context(model.no_sync())
+                # Module.__getattr__ is typed as returning a Tensor or Module; DDP's no_sync is a method.
+                no_sync = getattr(model, "no_sync", None)
+                if no_sync is not None:
+                    stack.enter_context(no_sync())
             yield
 
     def step_optimizer(self, optimizer: torch.optim.Optimizer, clip_grads: Callable[[Any], None] | None = None,

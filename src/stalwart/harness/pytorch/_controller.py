@@ -8,12 +8,12 @@ import inspect
 import logging
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
-from stalwart.harness.core import EarlyExitReason
+from stalwart.harness.core import Context, EarlyExitReason
 from stalwart.harness.errors import InvalidHP
 from stalwart.harness.pytorch import _checkpoint as ckpt, _log
 from stalwart.harness.pytorch._callback import PyTorchCallback
@@ -61,6 +61,13 @@ def _overrides(method: Any, base: type, name: str) -> bool:
     return getattr(type(method.__self__), name) is not getattr(base, name)
 
 
+def _length(unit: TrainUnit) -> int:
+    """The int count of a training length (max_length is a period, never a schedule)."""
+    if not isinstance(unit.value, int):
+        raise TypeError("max_length must be Batch(n) or Epoch(n) with an int n")
+    return unit.value
+
+
 def _repeat_plain(loader: Any, skip: int) -> Iterator:
     """A user's torch DataLoader, repeated epoch after epoch, its first `skip` batches dropped."""
     while True:
@@ -83,8 +90,11 @@ class TrialController:
             raise ValueError("the trial wrapped no model: call context.wrap_model() in __init__")
         if not context.optimizers:
             raise ValueError("the trial wrapped no optimizer: call context.wrap_optimizer() in __init__")
+        if context._core is None:
+            raise ValueError("the Trainer needs a context with a Core API context: build it with "
+                             "stalwart.pytorch.init()")
         self.trial, self.context, self.s = trial, context, settings
-        self.core = context._core
+        self.core: Context = context._core
         self.dist = context.distributed
         self.is_chief = self.dist.rank == 0
         self.evaluate_batch_defined = _overrides(trial.evaluate_batch, PyTorchTrial, "evaluate_batch")
@@ -213,10 +223,8 @@ class TrialController:
             raise
 
     def _remaining(self, unit: TrainUnit) -> int:
-        if not isinstance(unit.value, int):
-            raise TypeError("max_length must be Batch(n) or Epoch(n) with an int n")
         done = self.state.epochs_trained if isinstance(unit, Epoch) else self.state.batches_trained
-        return unit.value - done
+        return _length(unit) - done
 
     def _checkpoint_is_current(self) -> bool:
         return self.state.last_ckpt == self.state.batches_trained
@@ -249,7 +257,7 @@ class TrialController:
         for model in ctx.models:
             model.train()
         ctx.reset_reducers()
-        epoch_len = ctx._epoch_len
+        epoch_len = ctx._epoch_length()
         batch_bounds = [(k, u) for k, u in self._boundaries if isinstance(u, Batch) and u != NEVER]
         epoch_bounds = [(k, u) for k, u in self._boundaries if isinstance(u, Epoch)]
         to_device = ctx.to_device if ctx.experimental._auto_to_device else None
@@ -263,23 +271,24 @@ class TrialController:
             if in_epoch == 0:
                 for cb in callbacks:
                     cb.on_training_epoch_start(epoch_idx)
-            metrics.append(self._train_batch(batch if to_device is None else to_device(batch), epoch_idx, batch_idx))
+            metrics.append(self._train_batch(batch if to_device is None else to_device(batch), epoch_idx, batch_idx,
+                                             epoch_len))
             state.batches_trained = batches = batch_idx + 1
-            for kind, unit in batch_bounds:
-                if unit.should_stop(batches):
+            for kind, batch_unit in batch_bounds:
+                if batch_unit.should_stop(batches):
                     hit.add(kind)
             if in_epoch == epoch_len - 1:
                 for cb in callbacks:
                     cb.on_training_epoch_end(epoch_idx)
                 state.epochs_trained += 1
-                for kind, unit in epoch_bounds:
-                    if unit.should_stop(epoch_idx + 1):
+                for kind, epoch_unit in epoch_bounds:
+                    if epoch_unit.should_stop(epoch_idx + 1):
                         hit.add(kind)
             if ctx._stop_requested and self.dist.size == 1:
                 hit.add(STOP)  # with several workers, a stop is agreed on at the next boundary instead
         return hit, metrics
 
-    def _train_batch(self, batch: Any, epoch_idx: int, batch_idx: int) -> dict:
+    def _train_batch(self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int) -> dict:
         ctx = self.context
         out = self.trial.train_batch(batch=batch, epoch_idx=epoch_idx, batch_idx=batch_idx)
         if isinstance(out, torch.Tensor):
@@ -292,7 +301,7 @@ class TrialController:
             if ctx.experimental._auto_amp and ctx._scaler is not None:
                 ctx._scaler.update()
             for scheduler in ctx.lr_schedulers:
-                scheduler.auto_step(batch_idx, ctx._epoch_len, ctx._aggregation_frequency)
+                scheduler.auto_step(batch_idx, epoch_len, ctx._aggregation_frequency)
         return out
 
     # -- reporting ------------------------------------------------------------------------------
@@ -324,7 +333,7 @@ class TrialController:
             return
         length = self._boundaries[0][1]
         done = self.state.epochs_trained if isinstance(length, Epoch) else self.state.batches_trained
-        fraction = 1.0 if final else min(1.0, done / max(int(length.value), 1))
+        fraction = 1.0 if final else min(1.0, done / max(_length(length), 1))
         self.core.train.report_progress(fraction)
 
     # -- validation -----------------------------------------------------------------------------
@@ -359,11 +368,13 @@ class TrialController:
         for cb in self.callbacks.values():
             cb.on_validation_epoch_start()
         to_device = self.context.to_device if self.context.experimental._auto_to_device else (lambda b: b)
+        # A trial's evaluate_batch() may leave out the base class's batch_idx parameter (_eval_takes_idx says).
+        evaluate_batch: Callable[..., Any] = self.trial.evaluate_batch
         outputs = []
         for idx, batch in enumerate(self._val_loader):
             batch = to_device(batch)
-            out = (self.trial.evaluate_batch(batch=batch, batch_idx=idx) if self._eval_takes_idx
-                   else self.trial.evaluate_batch(batch=batch))
+            out = (evaluate_batch(batch=batch, batch_idx=idx) if self._eval_takes_idx
+                   else evaluate_batch(batch=batch))
             if not isinstance(out, dict):
                 raise TypeError(f"evaluate_batch() must return a dict of metrics, got {type(out).__name__}")
             outputs.append(out)

@@ -14,7 +14,7 @@ import torch
 
 from stalwart.config import Length, views
 from stalwart.harness import core
-from stalwart.harness.info import ClusterInfo, get_cluster_info
+from stalwart.harness.info import ClusterInfo, TrialInfo, get_cluster_info
 from stalwart.harness.pytorch._context import PyTorchTrialContext
 from stalwart.harness.pytorch._controller import FitSettings, TrialController
 from stalwart.harness.pytorch._trial import PyTorchTrial
@@ -46,7 +46,7 @@ def _distributed_from_env() -> core.DistributedContext | None:
     return context
 
 
-def _trial_info(info: ClusterInfo | None) -> Any:
+def _trial_info(info: ClusterInfo | None) -> TrialInfo | None:
     return info.trial if info is not None else None
 
 
@@ -71,8 +71,9 @@ def init(*, hparams: dict | None = None, exp_conf: dict | None = None,
         _set_random_seeds(seed)
     else:
         steps = 0
-        seed = views.experiment_seed(exp_conf) if exp_conf else None
-        if seed is not None:
+        configured_seed = views.experiment_seed(exp_conf) if exp_conf else None
+        if configured_seed is not None:
+            seed = configured_seed
             _set_random_seeds(seed)
         else:
             seed = random.SystemRandom().getrandbits(31)
@@ -99,8 +100,10 @@ class Trainer:
         self._context = context
         if context._core is None:
             raise ValueError("this context has no Core API context: build it with stalwart.pytorch.init()")
-        self._info = context._core.info
-        self._on_cluster = self._info is not None and self._info.trial is not None
+        info = context._core.info
+        self._cluster: tuple[ClusterInfo, TrialInfo] | None = \
+            (info, info.trial) if info is not None and info.trial is not None else None
+        self._on_cluster = self._cluster is not None
         self.checkpoints: list[str] = []
 
     def fit(self, checkpoint_period: TrainUnit | None = None, validation_period: TrainUnit | None = None,
@@ -122,8 +125,8 @@ class Trainer:
                 raise TypeError(f"{name} must be a Batch or Epoch, got {unit!r}")
         if profiling_enabled:
             log.warning("profiling_enabled: system metrics profiling is not available in this release")
-        settings = self._on_cluster_settings(max_length, latest_checkpoint, test_mode) if self._on_cluster \
-            else self._local_settings(max_length, latest_checkpoint)
+        settings = self._on_cluster_settings(*self._cluster, max_length, latest_checkpoint, test_mode) \
+            if self._cluster is not None else self._local_settings(max_length, latest_checkpoint)
         settings.update(
             validation_period=validation_period or NEVER, checkpoint_period=checkpoint_period or NEVER,
             reporting_period=reporting_period or NEVER, checkpoint_policy=checkpoint_policy,
@@ -148,17 +151,16 @@ class Trainer:
         return {"max_length": max_length, "latest_checkpoint": latest_checkpoint, "trial_id": 0,
                 **self._searcher_settings(self._context._exp_conf)}
 
-    def _on_cluster_settings(self, max_length: TrainUnit | None, latest_checkpoint: str | None,
-                             test_mode: bool) -> dict:
+    def _on_cluster_settings(self, info: ClusterInfo, trial: TrialInfo, max_length: TrainUnit | None,
+                             latest_checkpoint: str | None, test_mode: bool) -> dict:
         if test_mode:
             raise ValueError("test_mode is for off-cluster runs only")
-        trial = self._info.trial
         config = trial._config
         if max_length is None:
             max_length = legacy_max_length(config, trial.target_length, self._context._global_batch_size)
             log.warning("fit() has no max_length: using the deprecated searcher.max_length (%r)", max_length)
         if latest_checkpoint is None:
-            latest_checkpoint = self._info.latest_checkpoint
+            latest_checkpoint = info.latest_checkpoint
         return {"max_length": max_length, "latest_checkpoint": latest_checkpoint, "trial_id": int(trial.trial_id),
                 **self._searcher_settings(config)}
 

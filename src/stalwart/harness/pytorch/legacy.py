@@ -58,6 +58,8 @@ def _import_root_package(root: str) -> Any:
         raise ValueError("a bare Trial class entrypoint needs an __init__.py at the context directory's root")
     name = "model_def_root"
     spec = importlib.util.spec_from_file_location(name, init_file, submodule_search_locations=[root])
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import the context directory's root package from {init_file}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -93,9 +95,10 @@ def fit_arguments(config: Mapping, *, global_batch_size: int | None = None, targ
 
 def run(spec: str, config_path: str | None = None) -> None:
     info = get_cluster_info()
-    on_cluster = info is not None and info.trial is not None
-    if on_cluster:
-        config, hparams, storage = info.trial._config, info.trial.hparams, None
+    trial_info = info.trial if info is not None else None
+    latest_checkpoint = info.latest_checkpoint if info is not None and trial_info is not None else None
+    if trial_info is not None:
+        config, hparams, storage = trial_info._config, trial_info.hparams, None
     elif config_path is not None:
         config = load_experiment_config(pathlib.Path(config_path).read_text()).config
         hparams = resolve_const_hparams(config.get("hyperparameters"))
@@ -110,8 +113,8 @@ def run(spec: str, config_path: str | None = None) -> None:
         context._fp16_compression_default = bool(optimizations.get("gradient_compression", False))
         kwargs = fit_arguments(
             config, global_batch_size=context._global_batch_size,
-            target_length=info.trial.target_length if on_cluster else None,
-            latest_checkpoint=info.latest_checkpoint if on_cluster else None,
+            target_length=trial_info.target_length if trial_info is not None else None,
+            latest_checkpoint=latest_checkpoint,
         )
         Trainer(trial_class(context), context).fit(**kwargs)
 

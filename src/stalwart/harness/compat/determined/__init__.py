@@ -16,7 +16,8 @@ from . import errors
 __version__ = "0.38.1+stalwart"
 LOG_FORMAT = "%(levelname)s: [%(process)s] %(name)s: %(message)s"
 
-_LAZY = {"core", "pytorch", "launch", "searcher", "keras", "tensorflow", "horovod", "experimental", "transformers", "deepspeed"}
+_LAZY = {"core", "pytorch", "launch", "searcher", "keras", "tensorflow", "horovod", "experimental", "transformers",
+         "deepspeed"}
 
 
 def __getattr__(name: str):

@@ -1,5 +1,5 @@
 """determined.deepspeed: not implemented by Stalwart; importing it says so."""
 
-from determined._unsupported import refuse
+from ._unsupported import refuse
 
 refuse("determined.deepspeed", "use determined.pytorch with torch.distributed")

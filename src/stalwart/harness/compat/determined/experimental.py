@@ -1,5 +1,5 @@
 """determined.experimental: not implemented by Stalwart; importing it says so."""
 
-from determined._unsupported import refuse
+from ._unsupported import refuse
 
 refuse("determined.experimental", "use the stalwart CLI or REST API to drive experiments")

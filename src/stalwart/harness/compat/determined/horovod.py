@@ -1,5 +1,5 @@
 """determined.horovod: not implemented by Stalwart; importing it says so."""
 
-from determined._unsupported import refuse
+from ._unsupported import refuse
 
 refuse("determined.horovod", "use torch.distributed through determined.launch.torch_distributed")

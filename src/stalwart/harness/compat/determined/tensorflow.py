@@ -1,5 +1,5 @@
 """determined.tensorflow: not implemented by Stalwart; importing it says so."""
 
-from determined._unsupported import refuse
+from ._unsupported import refuse
 
 refuse("determined.tensorflow", "port the model to determined.pytorch or the Core API (determined.core)")

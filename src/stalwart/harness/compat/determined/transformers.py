@@ -1,5 +1,5 @@
 """determined.transformers: not implemented by Stalwart; importing it says so."""
 
-from determined._unsupported import refuse
+from ._unsupported import refuse
 
 refuse("determined.transformers", "report metrics from your HF Trainer callback through determined.core")

@@ -1,5 +1,5 @@
 """determined.pytorch.deepspeed: not implemented by Stalwart; importing it says so."""
 
-from determined._unsupported import refuse
+from .._unsupported import refuse
 
 refuse("determined.pytorch.deepspeed", "use determined.pytorch.PyTorchTrial or the Core API")

@@ -1,5 +1,5 @@
 """determined.pytorch.lightning: not implemented by Stalwart; importing it says so."""
 
-from determined._unsupported import refuse
+from .._unsupported import refuse
 
 refuse("determined.pytorch.lightning", "use determined.pytorch.PyTorchTrial or the Core API")
