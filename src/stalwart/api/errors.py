@@ -26,7 +26,7 @@ class StalwartError(Exception):
         return self.message + "\n" + "\n".join(f"  - {d}" for d in self.details)
 
     @staticmethod
-    def from_dict(status: int, body: dict[str, Any]) -> "StalwartError":
+    def from_dict(status: int, body: dict[str, Any]) -> StalwartError:
         err = body.get("error") if isinstance(body, dict) else None
         if not isinstance(err, dict):
             return StalwartError(f"master answered HTTP {status}: {body!r}")
@@ -80,6 +80,14 @@ class ForbiddenError(StalwartError):
     kind = "forbidden"
 
 
+class TryLater(StalwartError):
+    """The master cannot answer this yet (e.g. the metrics index is still being built); ask again shortly."""
+
+    http_status = 503
+    exit_code = 1
+    kind = "unavailable"
+
+
 class MasterUnavailable(StalwartError):
     """The client could not reach the master."""
 
@@ -99,6 +107,7 @@ _BY_KIND = {
         InvalidStateError,
         AuthError,
         ForbiddenError,
+        TryLater,
         MasterUnavailable,
     )
 }

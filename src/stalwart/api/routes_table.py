@@ -9,13 +9,22 @@ and `streaming` marks answers that stay open (NDJSON log follow, server-sent eve
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from pydantic import BaseModel
 
 from stalwart.api.auth_kinds import AuthKind
 from stalwart.api.models import (
-    agents, allocations, checkpoints, cluster, experiments, jobs, searcher, series, tasks, trials, ui,
+    agents,
+    allocations,
+    checkpoints,
+    cluster,
+    experiments,
+    jobs,
+    searcher,
+    series,
+    tasks,
+    trials,
+    ui,
 )
 from stalwart.api.models.common import Empty
 from stalwart.api.models.errors import ErrorBody
@@ -31,12 +40,13 @@ class RouteSpec:
     method: str
     path: str
     auth: AuthKind
-    response: Optional[type[BaseModel]]
-    request: Optional[type[BaseModel]] = None
+    response: type[BaseModel] | None
+    request: type[BaseModel] | None = None
     errors: tuple[int, ...] = ()
     content_type: str = JSON
     streaming: bool = False
-    stream_item: Optional[type[BaseModel]] = None
+    stream_item: type[BaseModel] | None = None
+    also_content: tuple[str, ...] = ()  # other content types the 200 answer may have (chosen by a query value)
     also_auth: tuple[AuthKind, ...] = ()
     error_model: type[BaseModel] = ErrorBody
 
@@ -45,19 +55,19 @@ class RouteSpec:
         return self.method, self.path
 
 
-O, C, A, U = AuthKind.OPEN, AuthKind.CLUSTER, AuthKind.ALLOCATION, AuthKind.USER
-BAD, AUTH, NF, STATE, BIG = 400, (401, 403), 404, 409, 413
+OPEN, CLUSTER, ALLOC, USER = AuthKind.OPEN, AuthKind.CLUSTER, AuthKind.ALLOCATION, AuthKind.USER
+BAD, AUTH, NF, STATE, BIG, BUSY = 400, (401, 403), 404, 409, 413, 503
 E = "/api/v1/experiments"
 T = "/api/v1/trials"
 AL = "/api/v1/allocations"
 
 
-def _r(method: str, path: str, auth: AuthKind, response: Optional[type[BaseModel]], *errors: int | tuple[int, ...],
+def _r(method: str, path: str, auth: AuthKind, response: type[BaseModel] | None, *errors: int | tuple[int, ...],
        **kw: object) -> RouteSpec:
     codes: list[int] = []
     for e in errors:
         codes.extend(e if isinstance(e, tuple) else (e,))
-    if auth in (C, A):
+    if auth in (CLUSTER, ALLOC):
         codes.extend(AUTH)
     if method in ("POST", "PATCH", "PUT"):
         codes.append(BIG)
@@ -66,86 +76,88 @@ def _r(method: str, path: str, auth: AuthKind, response: Optional[type[BaseModel
 
 ROUTES: tuple[RouteSpec, ...] = (
     # the master and its documents
-    _r("GET", "/api/v1/master", O, cluster.MasterInfo),
-    _r("GET", "/api/v1/openapi.json", O, None),
-    _r("GET", "/redoc", O, None, content_type=HTML),
-    _r("GET", "/docs/rest-api/", O, None, content_type=HTML),
-    _r("GET", "/ui/static/{version}/{path:path}", O, None, NF, content_type="application/octet-stream"),
+    _r("GET", "/api/v1/master", OPEN, cluster.MasterInfo),
+    _r("GET", "/api/v1/openapi.json", OPEN, None),
+    _r("GET", "/redoc", OPEN, None, content_type=HTML),
+    _r("GET", "/docs/rest-api/", OPEN, None, content_type=HTML),
+    _r("GET", "/ui/static/{version}/{path:path}", OPEN, None, NF, content_type="application/octet-stream"),
     # experiments
-    _r("POST", E, U, experiments.CreatedExperiment, BAD, request=experiments.CreateExperiment),
-    _r("GET", E, U, experiments.ExperimentList, BAD),
-    _r("GET", E + "/{exp_id}", U, experiments.ExperimentDetail, BAD, NF),
-    _r("POST", E + "/{exp_id}/{action}", U, experiments.ExperimentEnvelope, BAD, NF, STATE),
-    _r("GET", E + "/{exp_id}/trials", U, experiments.TrialList, BAD, NF),
-    _r("GET", E + "/{exp_id}/checkpoints", U, checkpoints.CheckpointList, BAD, NF),
-    _r("GET", E + "/{exp_id}/model_def", U, experiments.ModelDef, BAD, NF),
-    _r("GET", E + "/{exp_id}/searcher/best_searcher_validation_metric", U, experiments.BestMetric, BAD, NF),
-    _r("PATCH", E + "/{exp_id}/job", U, jobs.JobEnvelope, BAD, NF, request=jobs.UpdateJob),
-    _r("GET", E + "/{exp_id}/metrics/series", U, series.ExperimentSeries, BAD, NF),
+    _r("POST", E, USER, experiments.CreatedExperiment, BAD, request=experiments.CreateExperiment),
+    _r("GET", E, USER, experiments.ExperimentList, BAD),
+    _r("GET", E + "/{exp_id}", USER, experiments.ExperimentDetail, BAD, NF),
+    _r("POST", E + "/{exp_id}/{action}", USER, experiments.ExperimentEnvelope, BAD, NF, STATE),
+    _r("GET", E + "/{exp_id}/trials", USER, experiments.TrialList, BAD, NF),
+    _r("GET", E + "/{exp_id}/checkpoints", USER, checkpoints.CheckpointList, BAD, NF),
+    _r("GET", E + "/{exp_id}/model_def", USER, experiments.ModelDef, BAD, NF),
+    _r("GET", E + "/{exp_id}/searcher/best_searcher_validation_metric", USER, experiments.BestMetric, BAD, NF),
+    _r("PATCH", E + "/{exp_id}/job", USER, jobs.JobEnvelope, BAD, NF, request=jobs.UpdateJob),
+    _r("GET", E + "/{exp_id}/metrics/series", USER, series.ExperimentSeries, BAD, NF, BUSY,
+       also_content=("application/octet-stream",)),
     # trials
-    _r("GET", T + "/{trial_id}", U, trials.TrialDetail, BAD, NF),
-    _r("POST", T + "/{trial_id}/kill", U, Empty, BAD, NF, STATE),
-    _r("GET", T + "/{trial_id}/checkpoints", U, checkpoints.CheckpointList, BAD, NF),
-    _r("GET", T + "/{trial_id}/metrics", U, trials.MetricList, BAD, NF),
-    _r("GET", T + "/{trial_id}/logs", U, None, BAD, NF, content_type=NDJSON, streaming=True,
+    _r("GET", T + "/{trial_id}", USER, trials.TrialDetail, BAD, NF),
+    _r("POST", T + "/{trial_id}/kill", USER, Empty, BAD, NF, STATE),
+    _r("GET", T + "/{trial_id}/checkpoints", USER, checkpoints.CheckpointList, BAD, NF),
+    _r("GET", T + "/{trial_id}/metrics", USER, trials.MetricList, BAD, NF),
+    _r("GET", T + "/{trial_id}/logs", USER, None, BAD, NF, content_type=NDJSON, streaming=True,
        stream_item=trials.LogEntry),
-    _r("GET", T + "/{trial_id}/metrics/series", U, series.TrialSeries, BAD, NF),
+    _r("GET", T + "/{trial_id}/metrics/series", USER, series.TrialSeries, BAD, NF, BUSY),
     # trials: calls from inside the trial
-    _r("POST", T + "/{trial_id}/metrics", A, trials.Accepted, BAD, NF, STATE, request=trials.ReportMetrics),
-    _r("POST", T + "/{trial_id}/progress", A, Empty, BAD, NF, STATE, request=trials.ReportProgress),
-    _r("POST", T + "/{trial_id}/early_exit", A, Empty, BAD, NF, STATE, request=trials.ReportEarlyExit),
-    _r("GET", T + "/{trial_id}/searcher/operation", A, trials.SearcherOperation, BAD, NF, STATE),
-    _r("POST", "/api/v1/checkpoints", A, checkpoints.CheckpointEnvelope, BAD, NF, STATE,
+    _r("POST", T + "/{trial_id}/metrics", ALLOC, trials.Accepted, BAD, NF, STATE, request=trials.ReportMetrics),
+    _r("POST", T + "/{trial_id}/progress", ALLOC, Empty, BAD, NF, STATE, request=trials.ReportProgress),
+    _r("POST", T + "/{trial_id}/early_exit", ALLOC, Empty, BAD, NF, STATE, request=trials.ReportEarlyExit),
+    _r("GET", T + "/{trial_id}/searcher/operation", ALLOC, trials.SearcherOperation, BAD, NF, STATE),
+    _r("POST", "/api/v1/checkpoints", ALLOC, checkpoints.CheckpointEnvelope, BAD, NF, STATE,
        request=checkpoints.RegisterCheckpoint),
-    _r("GET", AL + "/{allocation_id}/signals/preemption", A, allocations.Preemption, BAD, NF),
-    _r("POST", AL + "/{allocation_id}/signals/ack_preemption", A, Empty, NF),
+    _r("GET", AL + "/{allocation_id}/signals/preemption", ALLOC, allocations.Preemption, BAD, NF),
+    _r("POST", AL + "/{allocation_id}/signals/ack_preemption", ALLOC, Empty, BAD, NF),
     # allocations: agent side
-    _r("GET", AL + "/{allocation_id}/context", C, allocations.Context, NF),
-    _r("POST", AL + "/{allocation_id}/started", C, allocations.StartedAnswer, BAD, NF,
+    _r("GET", AL + "/{allocation_id}/context", CLUSTER, allocations.Context, BAD, NF),
+    _r("POST", AL + "/{allocation_id}/started", CLUSTER, allocations.StartedAnswer, BAD, NF,
        request=allocations.Started),
-    _r("POST", AL + "/{allocation_id}/exited", C, Empty, BAD, NF, request=allocations.Exited),
+    _r("POST", AL + "/{allocation_id}/exited", CLUSTER, Empty, BAD, NF, request=allocations.Exited),
     # checkpoints
-    _r("GET", "/api/v1/checkpoints/{uuid}", U, checkpoints.CheckpointEnvelope, NF),
-    _r("GET", "/api/v1/checkpoints/{uuid}/download", U, None, NF, content_type="application/gzip"),
+    _r("GET", "/api/v1/checkpoints/{uuid}", USER, checkpoints.CheckpointEnvelope, BAD, NF),
+    _r("GET", "/api/v1/checkpoints/{uuid}/download", USER, None, BAD, NF, content_type="application/gzip"),
     # agents and slots
-    _r("POST", "/api/v1/agents", C, agents.Registered, BAD, STATE, request=agents.RegisterAgent),
-    _r("GET", "/api/v1/agents/{agent_id}/actions", C, agents.Actions, BAD, NF),
-    _r("GET", "/api/v1/agents", U, agents.AgentList),
-    _r("POST", "/api/v1/agents/{agent_id}/enable", U, agents.AgentEnvelope, NF),
-    _r("POST", "/api/v1/agents/{agent_id}/disable", U, agents.AgentEnvelope, BAD, NF,
+    _r("POST", "/api/v1/agents", CLUSTER, agents.Registered, BAD, STATE, request=agents.RegisterAgent),
+    _r("GET", "/api/v1/agents/{agent_id}/actions", CLUSTER, agents.Actions, BAD, NF),
+    _r("GET", "/api/v1/agents", USER, agents.AgentList),
+    _r("POST", "/api/v1/agents/{agent_id}/enable", USER, agents.AgentEnvelope, BAD, NF),
+    _r("POST", "/api/v1/agents/{agent_id}/disable", USER, agents.AgentEnvelope, BAD, NF,
        request=agents.DisableAgent),
-    _r("GET", "/api/v1/slots", U, agents.SlotList),
-    _r("POST", "/api/v1/task/logs", C, trials.Accepted, BAD, NF, STATE, request=agents.TaskLogs, also_auth=(A,)),
+    _r("GET", "/api/v1/slots", USER, agents.SlotList),
+    _r("POST", "/api/v1/task/logs", CLUSTER, trials.Accepted, BAD, NF, STATE, request=agents.TaskLogs,
+       also_auth=(ALLOC,)),
     # searcher
-    _r("POST", "/api/v1/searcher/preview", U, searcher.PreviewAnswer, BAD, request=searcher.PreviewRequest),
+    _r("POST", "/api/v1/searcher/preview", USER, searcher.PreviewAnswer, BAD, request=searcher.PreviewRequest),
     # jobs
-    _r("GET", "/api/v1/jobs", U, jobs.JobList, BAD),
-    _r("GET", "/api/v1/jobs/{job_id}", U, jobs.JobEnvelope, NF),
-    _r("POST", "/api/v1/jobs/{job_id}/priority", U, jobs.JobEnvelope, BAD, NF, STATE, request=jobs.SetPriority),
-    _r("POST", "/api/v1/jobs/{job_id}/weight", U, jobs.JobEnvelope, BAD, NF, STATE, request=jobs.SetWeight),
-    _r("POST", "/api/v1/jobs/{job_id}/resource_pool", U, jobs.JobEnvelope, BAD, NF, STATE, request=jobs.SetPool),
-    _r("PATCH", "/api/v1/jobs/{job_id}", U, jobs.JobEnvelope, BAD, NF, STATE, request=jobs.UpdateJob),
-    _r("POST", "/api/v1/jobs/{job_id}/move", U, jobs.JobList, BAD, NF, STATE, request=jobs.MoveJob),
-    _r("PATCH", "/api/v1/commands/{cmd_id}/job", U, jobs.JobEnvelope, BAD, NF, request=jobs.UpdateJob),
+    _r("GET", "/api/v1/jobs", USER, jobs.JobList, BAD),
+    _r("GET", "/api/v1/jobs/{job_id}", USER, jobs.JobEnvelope, BAD, NF),
+    _r("POST", "/api/v1/jobs/{job_id}/priority", USER, jobs.JobEnvelope, BAD, NF, STATE, request=jobs.SetPriority),
+    _r("POST", "/api/v1/jobs/{job_id}/weight", USER, jobs.JobEnvelope, BAD, NF, STATE, request=jobs.SetWeight),
+    _r("POST", "/api/v1/jobs/{job_id}/resource_pool", USER, jobs.JobEnvelope, BAD, NF, STATE, request=jobs.SetPool),
+    _r("PATCH", "/api/v1/jobs/{job_id}", USER, jobs.JobEnvelope, BAD, NF, STATE, request=jobs.UpdateJob),
+    _r("POST", "/api/v1/jobs/{job_id}/move", USER, jobs.JobList, BAD, NF, STATE, request=jobs.MoveJob),
+    _r("PATCH", "/api/v1/commands/{cmd_id}/job", USER, jobs.JobEnvelope, BAD, NF, request=jobs.UpdateJob),
     # commands and tasks
-    _r("POST", "/api/v1/commands", U, tasks.CommandEnvelope, BAD, request=tasks.CreateCommand),
-    _r("GET", "/api/v1/commands/{cmd_id}", U, tasks.CommandEnvelope, BAD, NF),
-    _r("POST", "/api/v1/commands/{cmd_id}/kill", U, tasks.CommandEnvelope, BAD, NF, STATE),
-    _r("GET", "/api/v1/tasks", U, tasks.TaskList, BAD),
-    _r("GET", "/api/v1/tasks/{task_id}", U, tasks.TaskEnvelope, NF),
-    _r("GET", "/api/v1/tasks/{task_id}/logs", U, None, BAD, NF, content_type=NDJSON, streaming=True,
+    _r("POST", "/api/v1/commands", USER, tasks.CommandEnvelope, BAD, request=tasks.CreateCommand),
+    _r("GET", "/api/v1/commands/{cmd_id}", USER, tasks.CommandEnvelope, BAD, NF),
+    _r("POST", "/api/v1/commands/{cmd_id}/kill", USER, tasks.CommandEnvelope, BAD, NF, STATE),
+    _r("GET", "/api/v1/tasks", USER, tasks.TaskList, BAD),
+    _r("GET", "/api/v1/tasks/{task_id}", USER, tasks.TaskEnvelope, BAD, NF),
+    _r("GET", "/api/v1/tasks/{task_id}/logs", USER, None, BAD, NF, content_type=NDJSON, streaming=True,
        stream_item=trials.LogEntry),
     # web UI: JSON page models (ETag'd, 304 on If-None-Match) and live updates
-    _r("GET", "/api/v1/ui/experiments", U, ui.ExperimentsPage, BAD),
-    _r("GET", "/api/v1/ui/experiments/{exp_id}", U, ui.ExperimentPage, BAD, NF),
-    _r("GET", "/api/v1/ui/experiments/{exp_id}/hparams", U, ui.HparamsView, NF),
-    _r("GET", "/api/v1/ui/trials/{trial_id}", U, ui.TrialPage, NF),
-    _r("GET", "/api/v1/ui/trials/{trial_id}/logs", U, ui.TrialLogs, BAD, NF),
-    _r("GET", "/api/v1/ui/cluster", U, ui.ClusterPage),
-    _r("GET", "/api/v1/ui/status", U, ui.IndexStatus),
-    _r("GET", "/api/v1/ui/events", U, None, BAD, NF, content_type=SSE, streaming=True),
+    _r("GET", "/api/v1/ui/experiments", USER, ui.ExperimentsPage, BAD),
+    _r("GET", "/api/v1/ui/experiments/{exp_id}", USER, ui.ExperimentPage, BAD, NF),
+    _r("GET", "/api/v1/ui/experiments/{exp_id}/hparams", USER, ui.HparamsView, BAD, NF),
+    _r("GET", "/api/v1/ui/trials/{trial_id}", USER, ui.TrialPage, BAD, NF),
+    _r("GET", "/api/v1/ui/trials/{trial_id}/logs", USER, ui.TrialLogs, BAD, NF),
+    _r("GET", "/api/v1/ui/cluster", USER, ui.ClusterPage),
+    _r("GET", "/api/v1/ui/status", USER, ui.IndexStatus),
+    _r("GET", "/api/v1/ui/events", USER, None, BAD, NF, content_type=SSE, streaming=True),
     # web UI: HTML pages (errors are HTML pages too)
-    *(_r("GET", p, U, None, NF, content_type=HTML) for p in (
+    *(_r("GET", p, USER, None, NF, content_type=HTML) for p in (
         "/", "/experiments", "/experiments/{exp_id}", "/experiments/{exp_id}/trials/{trial_id}", "/trials/{trial_id}",
         "/cluster", "/jobs", "/tasks", "/tasks/{task_id}")),
 )

@@ -26,6 +26,17 @@ from stalwart.config._schema import (
 from stalwart.config.storage import absolute_path
 
 MAX_SEED = 2**31 - 1
+MAX_SLOTS = 2**31 - 1
+"""The most slots a task may ask for or be capped at: the database keeps slot counts in 32-bit integer columns."""
+
+
+def slot_count(value: Any, path: str, problems: Problems) -> Any:
+    """A number of slots: an integer >= 0 that a slots column can hold (at most MAX_SLOTS)."""
+    if not is_int(value) or value < 0:
+        problems.add(path, f"expected an integer >= 0, got {type_name(value)}")
+    elif value > MAX_SLOTS:
+        problems.add(path, f"expected at most {MAX_SLOTS} slots, got {value}")
+    return value
 
 # ---------------------------------------------------------------- resources
 
@@ -49,8 +60,8 @@ _DEVICE = {
 }
 
 RESOURCES_SPEC: dict[str, Field] = {
-    "slots_per_trial": Field(integer(minimum=0), default=1),
-    "max_slots": Field(integer(minimum=0)),
+    "slots_per_trial": Field(slot_count, default=1),
+    "max_slots": Field(slot_count),
     "weight": Field(number(minimum=0), default=1),
     "priority": Field(integer(minimum=1, maximum=99)),
     "resource_pool": Field(string(), default=""),

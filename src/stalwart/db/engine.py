@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+from contextlib import AbstractContextManager
 
 import sqlalchemy as sa
 from alembic import command
@@ -54,7 +55,7 @@ class Database:
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")
 
-    def begin(self):
+    def begin(self) -> AbstractContextManager[sa.Connection]:
         return self.engine.begin()
 
     def connect(self):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 metadata = sa.MetaData()
 
-JSONType = sa.JSON().with_variant(sa.dialects.postgresql.JSONB(), "postgresql")
+JSONType = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 cluster_info = sa.Table(
     "cluster_info",

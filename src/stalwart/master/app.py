@@ -4,25 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI
 
 import stalwart
-from stalwart.api.errors import InvalidRequest, StalwartError
-from stalwart.master import offload, ui
+from stalwart.master import errors, offload, ui
 from stalwart.master.body_limit import BodyLimit
 from stalwart.master.experiments.intake import MetricsWriter
 from stalwart.master.routes import (
-    agents, allocations, checkpoints, cluster, contract, experiments, jobs, searcher, tasks, trials,
+    agents,
+    allocations,
+    checkpoints,
+    cluster,
+    contract,
+    experiments,
+    jobs,
+    searcher,
+    tasks,
+    trials,
 )
 from stalwart.master.scheduling import scheduling
 from stalwart.master.service import Master
 from stalwart.master.settings import MasterSettings
-
-log = logging.getLogger(__name__)
 
 
 def create_app(settings: MasterSettings) -> FastAPI:
@@ -49,22 +52,7 @@ def create_app(settings: MasterSettings) -> FastAPI:
                   docs_url=None, openapi_url="/api/v1/openapi.json")
     app.state.master = m
     app.add_middleware(BodyLimit, max_bytes=settings.cluster.limits.max_request_body)
-
-    @app.exception_handler(StalwartError)
-    async def stalwart_error(_req: Request, err: StalwartError) -> JSONResponse:
-        return JSONResponse(err.to_dict(), status_code=err.http_status)
-
-    @app.exception_handler(RequestValidationError)
-    async def validation_error(_req: Request, err: RequestValidationError) -> JSONResponse:
-        details = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()]
-        shown = "; ".join(details[:3]) + (f" (and {len(details) - 3} more)" if len(details) > 3 else "")
-        bad = InvalidRequest(f"invalid request: {shown}", details=details)
-        return JSONResponse(bad.to_dict(), status_code=bad.http_status)
-
-    @app.exception_handler(Exception)
-    async def unexpected(_req: Request, err: Exception) -> JSONResponse:
-        log.exception("internal error")
-        return JSONResponse(StalwartError(f"internal master error: {err}").to_dict(), status_code=500)
+    errors.install(app)  # error answers (ErrorBody, 400 for validation, 500 keeping the connection): master/errors.py
 
     for module in (cluster, experiments, trials, allocations, agents, checkpoints, searcher, jobs, tasks):
         app.include_router(module.router)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
 from stalwart.api.errors import InvalidRequest
 from stalwart.context.pack import format_size
 
@@ -17,6 +19,7 @@ class RequestTooLarge(InvalidRequest):
 
 
 def too_large(max_bytes: int) -> RequestTooLarge:
+    """The 413 error for a body over `max_bytes`, naming the setting that raises the limit."""
     return RequestTooLarge(f"request body is over the master's {format_size(max_bytes)} limit ({SETTING}: raise it "
                            "there if requests this large are expected)")
 
@@ -29,11 +32,11 @@ class BodyLimit:
     kept-alive connection, so the client gets the answer instead of a reset connection.
     """
 
-    def __init__(self, app, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -44,7 +47,7 @@ class BodyLimit:
         seen = 0
         started = False
 
-        async def counted_receive():
+        async def counted_receive() -> Message:
             nonlocal seen
             message = await receive()
             if message["type"] == "http.request":
@@ -53,7 +56,7 @@ class BodyLimit:
                     raise too_large(self.max_bytes)
             return message
 
-        async def watched_send(message) -> None:
+        async def watched_send(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
@@ -67,7 +70,7 @@ class BodyLimit:
             await _refuse(send, err)
 
 
-def _content_length(scope) -> int | None:
+def _content_length(scope: Scope) -> int | None:
     for name, value in scope.get("headers") or ():
         if name == b"content-length":
             try:
@@ -77,7 +80,7 @@ def _content_length(scope) -> int | None:
     return None
 
 
-async def _refuse(send, err: RequestTooLarge) -> None:
+async def _refuse(send: Send, err: RequestTooLarge) -> None:
     payload = json.dumps(err.to_dict()).encode()
     await send({"type": "http.response.start", "status": err.http_status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})

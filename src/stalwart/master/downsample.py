@@ -5,8 +5,13 @@ from __future__ import annotations
 import bisect
 import math
 from array import array
+from collections.abc import Iterable, Sequence
 
 # A point is (x, y, t): x the position on the chosen axis (steps, epochs or seconds), y the value, t the report time.
+XY = tuple[float, float | None]
+"""A point to put on a grid: (x, y); a y of None is skipped."""
+Extremes = dict[int, list[float]]
+"""{bucket: [min_x, min_y, max_x, max_y]} of one series."""
 
 
 def m4(xs: list[float], n_buckets: int, lo: float | None = None, hi: float | None = None,
@@ -55,9 +60,9 @@ def grid_slots(n_buckets: int, lo: float, hi: float) -> tuple[float, float, list
     return lo, width, [lo + (b + (0.25 if s == 0 else 0.75)) * width for b in range(n_buckets) for s in (0, 1)]
 
 
-def place(extremes: dict, n_buckets: int, lo: float, width: float) -> list:
+def place(extremes: Extremes, n_buckets: int, lo: float, width: float) -> list[float | None]:
     """One series' y values on the grid from {bucket: (min_x, min_y, max_x, max_y)}: min and max in x order."""
-    ys: list = [None] * (2 * n_buckets)
+    ys: list[float | None] = [None] * (2 * n_buckets)
     for b, (mn_x, mn_y, mx_x, mx_y) in extremes.items():
         if mn_x == mx_x and mn_y == mx_y:
             ys[2 * b + (0 if mn_x < lo + (b + 0.5) * width else 1)] = mn_y
@@ -68,9 +73,9 @@ def place(extremes: dict, n_buckets: int, lo: float, width: float) -> list:
     return ys
 
 
-def extremes(points, lo: float, width: float, n_buckets: int, hi: float) -> dict:
-    """{bucket: (min_x, min_y, max_x, max_y)} of (x, y, ...) points within [lo, hi]."""
-    out: dict[int, list] = {}
+def extremes(points: Iterable[XY], lo: float, width: float, n_buckets: int, hi: float) -> Extremes:
+    """{bucket: (min_x, min_y, max_x, max_y)} of (x, y) points within [lo, hi]."""
+    out: Extremes = {}
     last = n_buckets - 1
     for p in points:
         x, y = p[0], p[1]
@@ -90,7 +95,8 @@ def extremes(points, lo: float, width: float, n_buckets: int, hi: float) -> dict
     return out
 
 
-def grid(series: list[list[tuple]], n_buckets: int, lo: float, hi: float) -> tuple[list[float], list[list]]:
+def grid(series: Iterable[Iterable[XY]], n_buckets: int, lo: float, hi: float
+         ) -> tuple[list[float], list[list[float | None]]]:
     """Put many series on one shared x grid of 2 slots per bucket (for aligned multi-line charts).
 
     Each series is a list of (x, y) points in any order. In every bucket a series keeps its min and its max
@@ -123,10 +129,19 @@ class SeriesSummary:
         self.max_cap = leaves if max_leaves is None else max(leaves, max_leaves)
         self.density = density
         self.n = 0
-        self.min_x = self.min_y = self.max_x = self.max_y = self.last_x = self.last_y = None
-        self.first_x = self.t_lo = self.t_hi = None  # smallest x, and the range of report times
-        self.raw: array | None = array("d")  # x, y, t triples while n <= cap
-        self.leaf: array | None = None  # per leaf: min_x, min_y, min_t, max_x, max_y, max_t (NaN = empty)
+        # All None until the first point (n == 0), all set from then on.
+        self.min_x: float | None = None
+        self.min_y: float | None = None
+        self.max_x: float | None = None
+        self.max_y: float | None = None
+        self.last_x: float | None = None
+        self.last_y: float | None = None
+        self.first_x: float | None = None  # smallest x
+        self.t_lo: float | None = None  # the range of report times
+        self.t_hi: float | None = None
+        self.raw: array[float] | None = array("d")  # x, y, t triples while n <= cap
+        # per leaf: min_x, min_y, min_t, max_x, max_y, max_t (NaN = empty); empty while the points are raw
+        self.leaf: array[float] = array("d")
         self.width = 1
 
     def add(self, x: float, y: float, t: float) -> None:
@@ -143,14 +158,15 @@ class SeriesSummary:
             self.t_lo = t
         if self.t_hi is None or t > self.t_hi:
             self.t_hi = t
-        if self.raw is not None:
-            self.raw.extend((x, y, t))
-            if len(self.raw) > 3 * self.cap:
-                self._to_leaves()
+        raw = self.raw
+        if raw is not None:
+            raw.extend((x, y, t))
+            if len(raw) > 3 * self.cap:
+                self._to_leaves(raw)
             return
         self._fold((x, y, t), (x, y, t))
 
-    def extend(self, xs: list, ys: list, ts: list) -> None:
+    def extend(self, xs: Sequence[float], ys: Sequence[float], ts: Sequence[float]) -> None:
         """Add many points at once (the same result as add() for each, several times faster)."""
         n = len(xs)
         if n == 0:
@@ -159,6 +175,8 @@ class SeriesSummary:
             for i in range(n):
                 self.add(xs[i], ys[i], ts[i])
             return
+        # Leaves exist only once points were added, so every running figure is set.
+        assert self.first_x is not None and self.t_lo is not None and self.t_hi is not None
         self.n += n
         i = min(range(n), key=ys.__getitem__)
         if self.min_y is None or ys[i] < self.min_y:
@@ -175,7 +193,7 @@ class SeriesSummary:
         while top // self.width >= self.cap:
             self._make_room()
         leaf, w = self.leaf, self.width
-        for x, y, t in zip(xs, ys, ts):
+        for x, y, t in zip(xs, ys, ts, strict=False):
             k = 6 * int(x // w)
             v = leaf[k + 1]
             if v != v or y < v:
@@ -184,8 +202,9 @@ class SeriesSummary:
             if v != v or y > v:
                 leaf[k + 3], leaf[k + 4], leaf[k + 5] = x, y, t
 
-    def _to_leaves(self) -> None:
-        raw, self.raw = self.raw, None
+    def _to_leaves(self, raw: array[float]) -> None:
+        """Fold the raw points (`self.raw`, given narrowed) into leaves."""
+        self.raw = None
         top = max(raw[0::3])
         self.width = 1
         while (top + 1) / self.width > self.cap:
@@ -195,7 +214,7 @@ class SeriesSummary:
             p = (raw[i], raw[i + 1], raw[i + 2])
             self._fold(p, p)
 
-    def _fold(self, mn: tuple, mx: tuple) -> None:
+    def _fold(self, mn: tuple[float, float, float], mx: tuple[float, float, float]) -> None:
         """Fold a min point and a max point that lie in one leaf (a single point is both)."""
         j = int(mn[0] // self.width)
         while j >= self.cap:
@@ -244,10 +263,12 @@ class SeriesSummary:
         return pts
 
     def extremes(self, lo: float, width: float, n_buckets: int, hi: float, scale: float = 1.0,
-                 use_time: bool = False) -> dict:
+                 use_time: bool = False) -> Extremes:
         """Like `extremes(self.points(), ...)` without building the points: x is steps * scale, or the report time."""
-        out: dict[int, list] = {}
+        out: Extremes = {}
         last = n_buckets - 1
+        arr: array[float]
+        pairs: tuple[tuple[int, int, int], ...]
         if self.raw is not None:
             arr, stride, pairs = self.raw, 3, ((0, 1, 2),)
         else:
@@ -276,15 +297,16 @@ class SeriesSummary:
 
     def x_range(self, scale: float = 1.0, use_time: bool = False) -> tuple[float, float] | None:
         """(min, max) of x: steps * scale, or report times."""
-        if self.n == 0:
-            return None
-        return (self.t_lo, self.t_hi) if use_time else (self.first_x * scale, self.last_x * scale)
+        if use_time:
+            return None if self.t_lo is None or self.t_hi is None else (self.t_lo, self.t_hi)
+        return None if self.first_x is None or self.last_x is None else (self.first_x * scale, self.last_x * scale)
 
     def best(self, smaller_is_better: bool) -> tuple[float, float] | None:
         """(value, x) of the best point, or None when empty."""
-        if self.n == 0:
-            return None
-        return (self.min_y, self.min_x) if smaller_is_better else (self.max_y, self.max_x)
+        if smaller_is_better:
+            return None if self.min_y is None or self.min_x is None else (self.min_y, self.min_x)
+        return None if self.max_y is None or self.max_x is None else (self.max_y, self.max_x)
 
     def nbytes(self) -> int:
+        """Memory the kept points take (the raw triples, else the leaves)."""
         return (self.raw if self.raw is not None else self.leaf).buffer_info()[1] * 8

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
 from stalwart.api.errors import InvalidRequest
+from stalwart.api.models.agents import MAX_LOG_TIMESTAMP
 
 LEVELS = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 COLUMNS = ("trial_id", "allocation_id", "agent_id", "rank_id", "timestamp", "level", "stdtype", "source", "log")
 
 _LEVEL = re.compile(r"\s*(" + "|".join(LEVELS) + r")[: ]", re.IGNORECASE)
 _INT32 = (-(2**31), 2**31 - 1)
+MAX_TIMESTAMP = MAX_LOG_TIMESTAMP  # the last second of year 9999 (UTC); the REST model (TaskLogs) says the same
+_WHEN = f"seconds since the epoch, 0..{MAX_TIMESTAMP:.0f}"
 # (field, types, longest string the column holds): what a stored line may carry
 _FIELDS = (("log", (str,), None), ("stdtype", (str,), 16), ("level", (str,), 16), ("source", (str,), 32),
            ("agent_id", (str,), 128), ("allocation_id", (str,), 64), ("trial_id", (int,), None),
@@ -33,12 +35,12 @@ def level_of(line: str, default: str) -> str:
 
 
 def _timestamp(value: Any) -> float | None:
-    """A finite float, or None."""
+    """The number as a float when it is a time the database and its readers can hold (0..MAX_TIMESTAMP), or None."""
     try:
         value = float(value)
     except OverflowError:
         return None
-    return value if math.isfinite(value) else None
+    return value if 0.0 <= value <= MAX_TIMESTAMP else None
 
 
 def _problem(where: str, e: Any, example: str = '{"log": "text", "timestamp": 1.5}') -> InvalidRequest | None:
@@ -53,7 +55,8 @@ def _problem(where: str, e: Any, example: str = '{"log": "text", "timestamp": 1.
                 or (kinds == (int,) and not _INT32[0] <= value <= _INT32[1])
                 or (name == "timestamp" and _timestamp(value) is None)):
             what = _KIND_NAMES[kinds] + (f" of at most {longest} characters" if longest else "")
-            return InvalidRequest(f"{where}.{name}: expected {what} or null, got {value!r}"[:300])
+            when = f" ({_WHEN})" if name == "timestamp" else ""
+            return InvalidRequest(f"{where}.{name}: expected {what} or null{when}, got {value!r}"[:300])
     return None
 
 
@@ -102,7 +105,6 @@ def run_rows(runs: Any) -> list[Row]:
         raise InvalidRequest(f"runs: expected a list of runs of lines such as {_RUN_EXAMPLE}")
     rows: list[Row] = []
     append = rows.append
-    isfinite = math.isfinite
     for i, r in enumerate(runs):
         if problem := _problem(f"runs[{i}]", r, _RUN_EXAMPLE):
             raise problem
@@ -113,11 +115,12 @@ def run_rows(runs: Any) -> list[Row]:
         stdtype, source, level = r.get("stdtype") or "stdout", r.get("source") or "task", r.get("level")
         default = "ERROR" if stdtype == "stderr" else "INFO"
         for j, pair in enumerate(lines):
+            # NaN fails every comparison and the infinities the range: no separate finiteness check
             if (type(pair) is not list or len(pair) != 2 or type(pair[1]) is not str
-                    or not (type(pair[0]) is float and isfinite(pair[0])
-                            or type(pair[0]) is int and _timestamp(pair[0]) is not None)):
-                raise InvalidRequest(f"runs[{i}].lines[{j}]: expected [timestamp, text] (a finite number and a "
-                                     f"string), got {pair!r}"[:300])
+                    or not (type(pair[0]) is float and 0.0 <= pair[0] <= MAX_TIMESTAMP
+                            or type(pair[0]) is int and 0 <= pair[0] <= MAX_TIMESTAMP)):
+                raise InvalidRequest(f"runs[{i}].lines[{j}]: expected [timestamp, text] (a finite number, {_WHEN}, "
+                                     f"and a string), got {pair!r}"[:300])
             ts, text = pair
             text = _text(text)
             append((trial, alloc, agent, rank, float(ts), level or level_of(text, default), stdtype, source, text))

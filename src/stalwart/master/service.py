@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections import defaultdict
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -16,10 +18,12 @@ from stalwart.master.settings import MasterSettings
 
 
 def now() -> float:
+    """Seconds since the Unix epoch: every timestamp the master stores."""
     return time.time()
 
 
 def new_id() -> str:
+    """A fresh id (hex uuid) for allocations, jobs and the cluster."""
     return uuid.uuid4().hex
 
 
@@ -33,16 +37,17 @@ class Signals:
         self._events[key].set()
 
     async def wait(self, key: str, timeout: float) -> None:
+        """Wait until `key` is notified or `timeout` seconds pass (no wait when it is 0), then re-arm it."""
         ev = self._events[key]
         if timeout > 0:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(ev.wait(), timeout)
-            except asyncio.TimeoutError:
-                pass
         ev.clear()
 
 
 class Master:
+    """What every part of the master shares: settings, database, cluster identity and secrets, signals."""
+
     def __init__(self, settings: MasterSettings) -> None:
         self.settings = settings
         self.db = Database(settings.db_url)
@@ -50,19 +55,23 @@ class Master:
         self.started_at = now()
         self.signals = Signals()
         self.kills_sent: set[str] = set()
-        self.custom_searchers: dict = {}  # experiment id -> custom_search.SearcherProcess
+        # experiment id -> experiments.custom_search.SearcherProcess: a layer above this one, so not named here
+        self.custom_searchers: dict[int, Any] = {}
         self.cluster_id, self.secret = self._cluster_identity()
         self.cluster_token = settings.cluster_token or self._info("cluster_token")
 
     # -- identity -------------------------------------------------------------------------
     def _info(self, key: str) -> str:
         with self.db.begin() as conn:
-            return conn.execute(sa.select(t.cluster_info.c.value).where(t.cluster_info.c.key == key)).scalar_one()
+            value: str = conn.execute(
+                sa.select(t.cluster_info.c.value).where(t.cluster_info.c.key == key)).scalar_one()
+            return value
 
     def _cluster_identity(self) -> tuple[str, str]:
         with self.db.begin() as conn:
-            have = dict(conn.execute(sa.select(t.cluster_info.c.key, t.cluster_info.c.value)).all())
-            for key, make in (("cluster_id", new_id), ("secret", tokens.new_secret), ("cluster_token", tokens.new_secret)):
+            have: dict[str, str] = dict(conn.execute(sa.select(t.cluster_info.c.key, t.cluster_info.c.value)).all())
+            makers = (("cluster_id", new_id), ("secret", tokens.new_secret), ("cluster_token", tokens.new_secret))
+            for key, make in makers:
                 if key not in have:
                     conn.execute(t.cluster_info.insert().values(key=key, value=make()))
                     have[key] = conn.execute(
@@ -71,15 +80,19 @@ class Master:
         return have["cluster_id"], have["secret"]
 
     def allocation_token(self, allocation_id: str) -> str:
+        """The token a trial process of `allocation_id` authenticates with."""
         return tokens.allocation_token(self.secret, allocation_id)
 
     def wake_scheduler(self) -> None:
+        """Run a scheduling pass now rather than at the next interval."""
         self.signals.notify("scheduler")
 
     # -- row helpers ----------------------------------------------------------------------
     @staticmethod
-    def get_row(conn, table: sa.Table, key, what: str):
-        row = conn.execute(sa.select(table).where(table.c[table.primary_key.columns.keys()[0]] == key)).mappings().first()
+    def get_row(conn: sa.Connection, table: sa.Table, key: object, what: str) -> sa.RowMapping:
+        """The row of `table` whose primary key is `key`; a 404 naming `what` when there is none."""
+        pk = table.c[table.primary_key.columns.keys()[0]]
+        row = conn.execute(sa.select(table).where(pk == key)).mappings().first()
         if row is None:
             raise NotFoundError(f"{what} {key} not found")
         return row

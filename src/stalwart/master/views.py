@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-import sqlalchemy as sa
+from collections.abc import Mapping
+from typing import Any
 
-from stalwart.db import tables as t
+from stalwart.master.queries import metrics as metric_rows
+from stalwart.master.queries.rows import Conn
+
+RowLike = Mapping[Any, Any]
+"""A row from master/queries (sa.RowMapping), or a plain dict of the same columns."""
+View = dict[str, Any]
 
 
-def experiment(row, trial_counts: dict | None = None) -> dict:
+def experiment(row: RowLike, trial_counts: dict[int, int] | None = None) -> View:
     cfg = row["config"]
-    out = {
+    out: View = {
         "id": row["id"],
         "name": row["name"],
         "description": row["description"],
@@ -30,7 +36,7 @@ def experiment(row, trial_counts: dict | None = None) -> dict:
     return out
 
 
-def trial(row, extra: dict | None = None) -> dict:
+def trial(row: RowLike, extra: dict[str, Any] | None = None) -> View:
     out = {k: row[k] for k in (
         "id", "experiment_id", "request_id", "hparams", "seed", "state", "restarts", "runs", "target_length",
         "progress", "early_exit", "error_message", "created_at", "ended_at",
@@ -39,63 +45,51 @@ def trial(row, extra: dict | None = None) -> dict:
     return out
 
 
-def allocation(row) -> dict:
+def allocation(row: RowLike) -> View:
     return {k: row[k] for k in (
-        "id", "trial_id", "run_id", "agent_id", "slots", "slot_ids", "state", "pid", "preempt_requested", "kill_requested",
-        "exit_code", "exit_reason", "created_at", "started_at", "ended_at", "command_id", "backfilled",
-        "pending_reason",
+        "id", "trial_id", "run_id", "agent_id", "slots", "slot_ids", "state", "pid", "preempt_requested",
+        "kill_requested", "exit_code", "exit_reason", "created_at", "started_at", "ended_at", "command_id",
+        "backfilled", "pending_reason",
     )}
 
 
-def checkpoint(row) -> dict:
+def checkpoint(row: RowLike) -> View:
     return {k: row[k] for k in (
-        "uuid", "trial_id", "allocation_id", "steps_completed", "state", "resources", "metadata", "storage", "report_time",
+        "uuid", "trial_id", "allocation_id", "steps_completed", "state", "resources", "metadata", "storage",
+        "report_time",
     )}
 
 
-def agent(row, used_slots: int = 0) -> dict:
+def agent(row: RowLike, used_slots: int = 0) -> View:
     out = {k: row[k] for k in ("id", "hostname", "resource_pool", "slots", "slot_type", "enabled", "connected",
                                 "registered_at", "last_seen", "draining", "address")}
     out["used_slots"] = used_slots
     return out
 
 
-def trial_summaries(conn, trial_ids: list[int]) -> dict[int, dict]:
+def trial_summaries(conn: Conn, trial_ids: list[int]) -> dict[int, dict[str, Any]]:
     """Latest training/validation steps and the latest validation metrics of each trial."""
     if not trial_ids:
         return {}
-    out: dict[int, dict] = {tid: {"steps_completed": 0, "latest_validation": None} for tid in trial_ids}
-    q = (
-        sa.select(t.metrics.c.trial_id, t.metrics.c.group_name, sa.func.max(t.metrics.c.steps_completed))
-        .where(t.metrics.c.trial_id.in_(trial_ids))
-        .group_by(t.metrics.c.trial_id, t.metrics.c.group_name)
-    )
-    latest_val: dict[int, int] = {}
-    for tid, group, steps in conn.execute(q):
+    out: dict[int, dict[str, Any]] = {tid: {"steps_completed": 0, "latest_validation": None} for tid in trial_ids}
+    latest_val: dict[int, int | None] = {}
+    for tid, group, steps in metric_rows.latest_steps_by_group(conn, trial_ids):
         out[tid]["steps_completed"] = max(out[tid]["steps_completed"], steps or 0)
         if group == "validation":
             latest_val[tid] = steps
-    for tid, steps in latest_val.items():
-        m = conn.execute(
-            sa.select(t.metrics.c.metrics).where(
-                t.metrics.c.trial_id == tid, t.metrics.c.group_name == "validation", t.metrics.c.steps_completed == steps
-            )
-        ).scalar()
-        out[tid]["latest_validation"] = {"steps_completed": steps, "metrics": m}
+    for tid, val_steps in latest_val.items():
+        m = None if val_steps is None else metric_rows.metrics_at(conn, tid, "validation", val_steps)
+        out[tid]["latest_validation"] = {"steps_completed": val_steps, "metrics": m}
     return out
 
 
-def best_validation(conn, exp_row) -> dict | None:
+def best_validation(conn: Conn, exp_row: RowLike) -> View | None:
     """The experiment's best validation of searcher.metric: {trial_id, steps_completed, value}."""
     searcher = exp_row["config"]["searcher"]
     name, smaller = searcher["metric"], searcher.get("smaller_is_better", True)
-    rows = conn.execute(
-        sa.select(t.metrics.c.trial_id, t.metrics.c.steps_completed, t.metrics.c.metrics)
-        .join(t.trials, t.trials.c.id == t.metrics.c.trial_id)
-        .where(t.trials.c.experiment_id == exp_row["id"], t.metrics.c.group_name == "validation")
-    ).all()
-    found = [(r.metrics[name], r.trial_id, r.steps_completed) for r in rows
-             if isinstance(r.metrics.get(name), (int, float)) and not isinstance(r.metrics.get(name), bool)]
+    rows = metric_rows.validations_of_experiment(conn, exp_row["id"])
+    found = [(r["metrics"][name], r["trial_id"], r["steps_completed"]) for r in rows
+             if isinstance(r["metrics"].get(name), (int, float)) and not isinstance(r["metrics"].get(name), bool)]
     if not found:
         return None
     value, trial_id, steps = (min if smaller else max)(found, key=lambda f: f[0])

@@ -183,8 +183,8 @@ def test_every_user_get_and_post_answer_validates_against_the_table(master):
           path=E + "/{exp_id}/searcher/best_searcher_validation_metric", status=404)
     _call(http, "POST", f"{E}/{exp_id}/pause", path=E + "/{exp_id}/{action}", status=409)
     _call(http, "POST", E, {"config": ""}, path=E, status=400)
-    _call(http, "GET", f"/api/v1/trials/{trial_id}/metrics/series?x=nope", path="/api/v1/trials/{trial_id}/metrics/series",
-          status=400)
+    _call(http, "GET", f"/api/v1/trials/{trial_id}/metrics/series?x=nope",
+          path="/api/v1/trials/{trial_id}/metrics/series", status=400)
     _call(http, "POST", f"/api/v1/trials/{trial_id}/metrics", {"reports": []},
           path="/api/v1/trials/{trial_id}/metrics", status=401)
     _call(http, "GET", f"/api/v1/allocations/{alloc}/context", path="/api/v1/allocations/{allocation_id}/context",

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, model_validator
 
-from stalwart.api.models.common import (
-    AgentId, AllocationId, Id, JsonObject, Request, Response, Timestamp,
-)
+from stalwart.api.models.common import AgentId, AllocationId, Id, JsonObject, Request, Response, Timestamp
+
+SlotCount = Annotated[int, Field(ge=0, le=2**31 - 1, description="a number of slots (a 32-bit column)")]
 
 
 class RegisterAgent(Request):
     agent_id: AgentId
-    slots: int = Field(ge=0)
+    slots: SlotCount
     running_allocations: list[AllocationId] = Field(default_factory=list)
-    resource_pool: Optional[str] = Field(default=None, max_length=255)
-    incarnation: Optional[str] = Field(default=None, max_length=64)
-    hostname: Optional[str] = Field(default=None, max_length=255)
-    address: Optional[str] = Field(default=None, max_length=255)
-    slot_type: Optional[str] = Field(default=None, max_length=16)
-    replaces: Optional[str] = Field(default=None, max_length=64)
+    resource_pool: str | None = Field(default=None, max_length=255)
+    incarnation: str | None = Field(default=None, max_length=64)
+    hostname: str | None = Field(default=None, max_length=255)
+    address: str | None = Field(default=None, max_length=255)
+    slot_type: str | None = Field(default=None, max_length=16)
+    replaces: str | None = Field(default=None, max_length=64)
 
 
 class Registered(Response):
@@ -34,8 +34,8 @@ class StartOrder(Response):
     """Everything an agent needs to start one container: entrypoint, environment, the info file."""
 
     allocation_id: AllocationId
-    trial_id: Optional[Id] = None
-    command_id: Optional[Id] = None
+    trial_id: Id | None = None
+    command_id: Id | None = None
     slot_ids: list[int]
     entrypoint: Any
     env: dict[str, str]
@@ -49,16 +49,16 @@ class Actions(Response):
 
 class Agent(Response):
     id: AgentId
-    hostname: Optional[str] = None
+    hostname: str | None = None
     resource_pool: str
-    slots: int = Field(ge=0)
+    slots: SlotCount
     slot_type: str
     enabled: bool
     connected: bool
-    registered_at: Optional[Timestamp] = None
-    last_seen: Optional[Timestamp] = None
+    registered_at: Timestamp | None = None
+    last_seen: Timestamp | None = None
     draining: bool
-    address: Optional[str] = None
+    address: str | None = None
     used_slots: int = Field(ge=0)
 
 
@@ -80,29 +80,59 @@ class Slot(Response):
     type: str
     enabled: bool
     draining: bool
-    allocation_id: Optional[AllocationId] = None
-    task_id: Optional[str] = None
+    allocation_id: AllocationId | None = None
+    task_id: str | None = None
 
 
 class SlotList(Response):
     slots: list[Slot]
 
 
-class LogRun(Request):
-    """Lines of one allocation, rank and stream, as agents send them: `lines` are [timestamp, text]."""
+MAX_LOG_TIMESTAMP = 253402300799.0
+"""The last second of year 9999 (UTC): a log line's time is seconds since the epoch in 0..MAX_LOG_TIMESTAMP."""
+LogTimestamp = Annotated[float, Field(ge=0, le=MAX_LOG_TIMESTAMP, allow_inf_nan=False, strict=True,
+                                      description="seconds since the Unix epoch (a JSON number, 0..year 9999)")]
+Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1, strict=True)]
 
-    allocation_id: AllocationId
-    trial_id: Optional[Id] = None
-    agent_id: Optional[AgentId] = None
-    rank_id: Optional[int] = None
-    stdtype: Optional[str] = None
-    source: Optional[str] = None
-    level: Optional[str] = None
-    lines: list[tuple[float, str]]
+
+class LogFields(Request):
+    """What one line (or run of lines) of task output may say about itself; every field may be left out or null.
+    Strict types, as the master's parser (master/log_rows.py) checks them: a number is never a string here."""
+
+    model_config = ConfigDict(strict=True)
+
+    trial_id: Int32 | None = None
+    allocation_id: str | None = Field(default=None, max_length=64)
+    agent_id: str | None = Field(default=None, max_length=128)
+    rank_id: Int32 | None = None
+    stdtype: str | None = Field(default=None, max_length=16, description="stdout (the default) or stderr")
+    source: str | None = Field(default=None, max_length=32)
+    level: str | None = Field(default=None, max_length=16,
+                              description="the line's level; by default the one it names at its start, else INFO "
+                                          "(ERROR on stderr)")
+
+
+class LogLine(LogFields):
+    """One line, Determined's shape: `timestamp` defaults to when the master receives it."""
+
+    log: str | None = None
+    timestamp: LogTimestamp | None = None
+
+
+class LogRun(LogFields):
+    """Consecutive lines of one allocation, rank and stream, as agents send them: `lines` are [timestamp, text]."""
+
+    lines: list[tuple[LogTimestamp, str]]
 
 
 class TaskLogs(Request):
-    """POST /api/v1/task/logs: `logs` (Determined's shape, one object a line) and/or `runs` (agents)."""
+    """POST /api/v1/task/logs: `logs` (Determined's shape, one object a line) and/or `runs` (agents); at least one."""
 
-    logs: list[JsonObject] = Field(default_factory=list)
-    runs: list[LogRun] = Field(default_factory=list)
+    logs: list[LogLine] | None = None
+    runs: list[LogRun] | None = None
+
+    @model_validator(mode="after")
+    def _some_lines(self) -> TaskLogs:
+        if self.logs is None and self.runs is None:
+            raise ValueError("logs or runs: give at least one (a list of log entries, or of runs of lines)")
+        return self

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated
 
 from pydantic import Field
 
@@ -12,23 +12,23 @@ from stalwart.api.states import AllocationState, ExitReason
 
 class Allocation(Response):
     id: AllocationId
-    trial_id: Optional[Id] = None
-    run_id: Optional[RunId] = None
-    agent_id: Optional[AgentId] = None
+    trial_id: Id | None = None
+    run_id: RunId | None = None
+    agent_id: AgentId | None = None
     slots: int = Field(ge=0)
-    slot_ids: Optional[list[int]] = None
+    slot_ids: list[int] | None = None
     state: AllocationState
-    pid: Optional[int] = None
+    pid: int | None = None
     preempt_requested: bool
     kill_requested: bool
-    exit_code: Optional[int] = None
-    exit_reason: Optional[ExitReason] = None
+    exit_code: int | None = None
+    exit_reason: ExitReason | None = None
     created_at: Timestamp
-    started_at: Optional[Timestamp] = None
-    ended_at: Optional[Timestamp] = None
-    command_id: Optional[Id] = None
-    backfilled: Optional[bool] = None
-    pending_reason: Optional[str] = None
+    started_at: Timestamp | None = None
+    ended_at: Timestamp | None = None
+    command_id: Id | None = None
+    backfilled: bool | None = None
+    pending_reason: str | None = None
 
 
 class Preemption(Response):
@@ -39,9 +39,12 @@ class Context(Response):
     b64Tgz: str
 
 
+Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1, description="a 32-bit integer column")]
+
+
 class Started(Request):
     agent_id: AgentId
-    pid: Optional[int] = None
+    pid: Int32 | None = None
 
 
 class StartedAnswer(Response):
@@ -50,5 +53,5 @@ class StartedAnswer(Response):
 
 class Exited(Request):
     agent_id: AgentId
-    exit_code: Optional[int] = None
+    exit_code: Int32 | None = Field(default=None, description="the process's exit status (negative: killed by signal)")
     agent_lost: bool = False

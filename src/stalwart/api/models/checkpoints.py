@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import Field
 
@@ -13,14 +13,14 @@ CheckpointState = Literal["ACTIVE", "COMPLETED", "PARTIALLY_DELETED", "DELETED",
 
 class Checkpoint(Response):
     uuid: Uuid
-    trial_id: Optional[Id] = None
-    allocation_id: Optional[AllocationId] = None
-    steps_completed: Optional[Steps] = None
+    trial_id: Id | None = None
+    allocation_id: AllocationId | None = None
+    steps_completed: Steps | None = None
     state: str = Field(max_length=32)
-    resources: Optional[dict[str, int]] = None
-    metadata: Optional[JsonObject] = None
-    storage: Optional[JsonObject] = None
-    report_time: Optional[Timestamp] = None
+    resources: dict[str, int] | None = None
+    metadata: JsonObject | None = None
+    storage: JsonObject | None = None
+    report_time: Timestamp | None = None
 
 
 class CheckpointEnvelope(Response):
@@ -38,5 +38,5 @@ class RegisterCheckpoint(Request):
 
     trial_id: Id
     uuid: Uuid
-    metadata: Optional[JsonObject] = None
-    resources: Optional[dict[str, int]] = None
+    metadata: JsonObject | None = None
+    resources: dict[str, int] | None = None

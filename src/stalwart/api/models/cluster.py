@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from stalwart.api.models.common import Response
 
 
 class MasterInfo(Response):
     cluster_id: str
     version: str
-    url: Optional[str] = None
+    url: str | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,9 +22,9 @@ JsonObject = dict[str, Any]
 NonFinite = Literal["NaN", "Infinity", "-Infinity"]
 """How NaN and the infinities travel (api/metric_values.py, docs/metrics.md)."""
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
-MetricNumber = Union[int, FiniteFloat, NonFinite]
+MetricNumber = int | FiniteFloat | NonFinite
 """A metric's number on the wire: a JSON number, or "NaN" / "Infinity" / "-Infinity"."""
-MetricValue = Union[MetricNumber, bool, str, None, list[Any], dict[str, Any]]
+MetricValue = MetricNumber | bool | str | None | list[Any] | dict[str, Any]
 """Any value a metric may hold (numbers as MetricNumber; nested dicts and lists are kept as they are)."""
 MetricName = Annotated[str, Field(max_length=256)]
 GroupName = Annotated[str, Field(min_length=1, max_length=64)]

@@ -9,7 +9,7 @@ from pydantic import Field
 from stalwart.api.models.common import Response
 
 ErrorKind = Literal["internal", "invalid_request", "invalid_config", "invalid_context", "not_found",
-                    "invalid_state", "unauthenticated", "forbidden", "master_unavailable"]
+                    "invalid_state", "unauthenticated", "forbidden", "unavailable", "master_unavailable"]
 
 
 class ErrorDetail(Response):

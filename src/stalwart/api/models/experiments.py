@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pydantic import Field
 
 from stalwart.api.models.common import Fraction, Id, JsonObject, MetricNumber, Name, Request, Response, Steps, Timestamp
@@ -19,7 +17,7 @@ class CreateExperiment(Request):
     config: str = Field(min_length=1, description="the experiment config as YAML text")
     context: str = Field(default="", max_length=MAX_B64_CONTEXT, description="base64 of the context .tgz")
     activate: bool = True
-    owner: Optional[str] = Field(default=None, max_length=255)
+    owner: str | None = Field(default=None, max_length=255)
     validate_only: bool = False
 
 
@@ -32,28 +30,28 @@ class BestValidation(Response):
 
 class Experiment(Response):
     id: Id
-    name: Optional[Name] = None
-    description: Optional[str] = None
+    name: Name | None = None
+    description: str | None = None
     labels: list[str] = Field(default_factory=list)
     owner: str
     state: ExperimentState
     archived: bool
-    progress: Optional[Fraction] = None
+    progress: Fraction | None = None
     searcher: str
-    metric: Optional[str] = None
+    metric: str | None = None
     smaller_is_better: bool
-    error_message: Optional[str] = None
+    error_message: str | None = None
     created_at: Timestamp
-    ended_at: Optional[Timestamp] = None
-    num_trials: Optional[int] = Field(default=None, ge=0, description="only in lists")
-    warnings: Optional[list[str]] = Field(default=None, description="placement warnings (create, describe)")
-    best_validation: Optional[BestValidation] = Field(default=None, description="only in describe")
+    ended_at: Timestamp | None = None
+    num_trials: int | None = Field(default=None, ge=0, description="only in lists")
+    warnings: list[str] | None = Field(default=None, description="placement warnings (create, describe)")
+    best_validation: BestValidation | None = Field(default=None, description="only in describe")
 
 
 class CreatedExperiment(Response):
     """`experiment` is null for validate_only."""
 
-    experiment: Optional[Experiment]
+    experiment: Experiment | None
     warnings: list[str]
 
 

@@ -2,31 +2,57 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+import math
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
+from stalwart.api.models.agents import SlotCount
 from stalwart.api.models.common import Id, JobId, Request, Response, Timestamp
 
 JobType = Literal["EXPERIMENT", "COMMAND"]
+
+
+def _priority(value: int) -> int:
+    if not 1 <= value <= 99:
+        raise PydanticCustomError("priority", "expected an integer from 1 (most urgent) to 99, got {value}",
+                                  {"value": value})
+    return value
+
+
+def _weight(value: float) -> float:
+    if not 0 < value < math.inf:
+        raise PydanticCustomError("weight", "expected a number > 0, got {value}", {"value": value})
+    return value
+
+
+# The range checks give the messages the master's own checks give (scheduling/jobs.py), so a client that checks a
+# body before sending it and the master say the same; the JSON schema states the same ranges.
+Priority = Annotated[int, Field(strict=True, json_schema_extra={"minimum": 1, "maximum": 99},
+                                description="1 (most urgent) to 99"), AfterValidator(_priority)]
+Weight = Annotated[float, Field(strict=True, allow_inf_nan=False, json_schema_extra={"exclusiveMinimum": 0},
+                                description="a number > 0: the job's share of its pool (fair share)"),
+                   AfterValidator(_weight)]
+MaxSlots = Annotated[SlotCount, Field(strict=True, description="the most slots the job may hold at once")]
 
 
 class Job(Response):
     job_id: JobId
     type: JobType
     entity_id: Id
-    name: Optional[str] = None
-    owner: Optional[str] = None
+    name: str | None = None
+    owner: str | None = None
     state: str
     priority: int = Field(ge=1, le=99)
     weight: float = Field(gt=0)
-    max_slots: Optional[int] = Field(default=None, ge=0)
-    queue_position: Optional[int] = Field(default=None, ge=0)
+    max_slots: int | None = Field(default=None, ge=0)
+    queue_position: int | None = Field(default=None, ge=0)
     resource_pool: str
     slots_requested: int = Field(ge=0)
     slots_allocated: int = Field(ge=0)
-    submitted_at: Optional[Timestamp] = None
-    reason: Optional[str] = None
+    submitted_at: Timestamp | None = None
+    reason: str | None = None
 
 
 class JobList(Response):
@@ -38,11 +64,11 @@ class JobEnvelope(Response):
 
 
 class SetPriority(Request):
-    priority: int = Field(ge=1, le=99)
+    priority: Priority
 
 
 class SetWeight(Request):
-    weight: float = Field(gt=0)
+    weight: Weight
 
 
 class SetPool(Request):
@@ -50,16 +76,18 @@ class SetPool(Request):
 
 
 class UpdateJob(Request):
-    """PATCH: any of these."""
+    """PATCH: any of these (no other key); those left out stay as they are, `max_slots: null` lifts the cap."""
 
-    priority: Optional[int] = Field(default=None, ge=1, le=99)
-    weight: Optional[float] = Field(default=None, gt=0)
-    max_slots: Optional[int] = Field(default=None, ge=0)
-    resource_pool: Optional[str] = Field(default=None, min_length=1, max_length=255)
+    model_config = ConfigDict(extra="forbid")
+
+    priority: Priority | None = None
+    weight: Weight | None = None
+    max_slots: MaxSlots | None = None
+    resource_pool: str | None = Field(default=None, min_length=1, max_length=255)
 
 
 class MoveJob(Request):
     """One of ahead_of / behind_of."""
 
-    ahead_of: Optional[JobId] = None
-    behind_of: Optional[JobId] = None
+    ahead_of: JobId | None = None
+    behind_of: JobId | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any
 
 from pydantic import Field
 
@@ -16,8 +16,8 @@ class PreviewRequest(Request):
 class Preview(Response):
     searcher: str
     total_trials: int = Field(ge=0)
-    unit: Optional[str] = None
-    rows: list[list[Union[int, float]]]
+    unit: str | None = None
+    rows: list[list[int | float]]
     brackets: list[Any]
 
 

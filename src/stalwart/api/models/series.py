@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import Field
 
@@ -15,7 +15,7 @@ MAX_POINTS = 10_000  # per series per request (routes/series.py)
 class TrialSeries(Response):
     trial_id: Id
     group: str
-    metric: Optional[str] = None
+    metric: str | None = None
     x_axis: XAxis
     metrics: list[str]
     raw_points: int = Field(ge=0)
@@ -23,13 +23,13 @@ class TrialSeries(Response):
     downsampled: bool
     source: str
     x: list[FiniteFloat]
-    y: list[Optional[FiniteFloat]]
+    y: list[FiniteFloat | None]
 
 
 class TrialYs(Response):
     trial_id: Id
     raw_points: int = Field(ge=0)
-    y: list[Optional[FiniteFloat]] = Field(default_factory=list, description="absent in format=f32 headers")
+    y: list[FiniteFloat | None] = Field(default_factory=list, description="absent in format=f32 headers")
 
 
 class ExperimentSeries(Response):
@@ -37,7 +37,7 @@ class ExperimentSeries(Response):
 
     experiment_id: Id
     group: str
-    metric: Optional[str] = None
+    metric: str | None = None
     x_axis: XAxis
     metrics: list[str]
     max_points: int = Field(ge=0)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any
 
 from pydantic import Field
 
@@ -10,24 +10,24 @@ from stalwart.api.models.common import Id, JsonObject, Request, Response, Timest
 
 
 class CreateCommand(Request):
-    config: Union[str, JsonObject] = Field(description="YAML text or a mapping with `entrypoint`")
-    context: Optional[str] = Field(default=None, description="base64 of a context .tgz")
-    owner: Optional[str] = Field(default=None, max_length=255)
+    config: str | JsonObject = Field(description="YAML text or a mapping with `entrypoint`")
+    context: str | None = Field(default=None, description="base64 of a context .tgz")
+    owner: str | None = Field(default=None, max_length=128)
 
 
 class Command(Response):
     id: Id
     type: str
-    description: Optional[str] = None
+    description: str | None = None
     state: str
-    owner: Optional[str] = None
-    resource_pool: Optional[str] = None
+    owner: str | None = None
+    resource_pool: str | None = None
     created_at: Timestamp
-    ended_at: Optional[Timestamp] = None
-    exit_code: Optional[int] = None
-    result: Optional[str] = None
+    ended_at: Timestamp | None = None
+    exit_code: int | None = None
+    result: str | None = None
     entrypoint: Any = None
-    pending_reason: Optional[str] = None
+    pending_reason: str | None = None
 
 
 class CommandEnvelope(Response):

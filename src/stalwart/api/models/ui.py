@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import Field
 
@@ -13,9 +13,9 @@ from stalwart.api.models.trials import LogEntry
 
 
 class UiExperiment(Experiment):
-    duration_s: Optional[float] = None
-    best: Optional[JsonObject] = None
-    searcher_progress: Optional[float] = None
+    duration_s: float | None = None
+    best: JsonObject | None = None
+    searcher_progress: float | None = None
 
 
 class ExperimentsPage(Response):
@@ -32,7 +32,7 @@ class ExperimentsPage(Response):
 
 class ExperimentPage(Response):
     experiment: UiExperiment
-    config_yaml: Optional[str] = None
+    config_yaml: str | None = None
     searcher: JsonObject
     trials: list[JsonObject]
     trials_total: int = Field(ge=0)
@@ -54,7 +54,7 @@ class HparamsTrial(Response):
 
 class HparamsView(Response):
     experiment_id: Id
-    metric: Optional[str] = None
+    metric: str | None = None
     smaller_is_better: bool
     hp_keys: list[str]
     hp_specs: JsonObject
@@ -64,7 +64,7 @@ class HparamsView(Response):
 
 
 class TrialPage(Response):
-    series_urls: dict[str, Optional[str]]
+    series_urls: dict[str, str | None]
     trial: JsonObject
     experiment: JsonObject
     runs: list[JsonObject]
@@ -98,8 +98,8 @@ class ClusterPage(Response):
 
 class IndexStatus(Response):
     ready: bool
-    rows_folded: Optional[int] = None
-    trials: Optional[int] = None
-    build_seconds: Optional[float] = None
-    memory_bytes: Optional[int] = None
-    error: Optional[str] = None
+    rows_folded: int | None = None
+    trials: int | None = None
+    build_seconds: float | None = None
+    memory_bytes: int | None = None
+    error: str | None = None

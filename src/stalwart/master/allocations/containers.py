@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import zlib
-
-import sqlalchemy as sa
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from stalwart.api.states import AllocationState as A
-from stalwart.db import tables as t
+from stalwart.master.queries import agents as agent_rows, containers as container_rows
+from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master
 
 KILLING = "KILLING"
@@ -23,41 +24,29 @@ def rendezvous_port(allocation_id: str) -> int:
     return RENDEZVOUS_BASE + zlib.crc32(allocation_id.encode()) % 1000
 
 
-def add(conn, allocation_id: str, containers) -> None:
-    for rank, (agent_id, slot_ids) in enumerate(containers):
-        conn.execute(t.allocation_containers.insert().values(
-            allocation_id=allocation_id, container_rank=rank, agent_id=agent_id, slot_ids=list(slot_ids),
-            state=A.ASSIGNED.value))
+def add(conn: Conn, allocation_id: str, placed: Iterable[tuple[str, Sequence[int]]]) -> None:
+    """One ASSIGNED container per (agent id, slot ids) the scheduler placed, chief first."""
+    container_rows.add(conn, allocation_id, placed)
 
 
-def of_allocation(conn, allocation_id: str) -> list[dict]:
-    return [dict(r) for r in conn.execute(
-        sa.select(t.allocation_containers).where(t.allocation_containers.c.allocation_id == allocation_id)
-        .order_by(t.allocation_containers.c.container_rank)).mappings()]
+def of_allocation(conn: Conn, allocation_id: str) -> list[dict[str, Any]]:
+    return container_rows.of_allocation(conn, allocation_id)
 
 
-def on_agent(conn, agent_id: str) -> list[dict]:
+def on_agent(conn: Conn, agent_id: str) -> list[dict[str, Any]]:
     """This agent's containers that still hold slots."""
-    return [dict(r) for r in conn.execute(
-        sa.select(t.allocation_containers).where(t.allocation_containers.c.agent_id == agent_id,
-                                                 t.allocation_containers.c.state != A.TERMINATED.value)).mappings()]
+    return container_rows.live_on_agent(conn, agent_id)
 
 
-def used_slots(conn) -> dict[str, set[int]]:
-    used: dict[str, set[int]] = {}
-    for row in conn.execute(sa.select(t.allocation_containers.c.agent_id, t.allocation_containers.c.slot_ids)
-                            .where(t.allocation_containers.c.state != A.TERMINATED.value)):
-        used.setdefault(row.agent_id, set()).update(row.slot_ids or [])
-    return used
+def used_slots(conn: Conn) -> dict[str, set[int]]:
+    return container_rows.used_slots(conn)
 
 
-def set_state(conn, allocation_id: str, agent_id: str, state: str, **values) -> None:
-    conn.execute(t.allocation_containers.update().where(
-        t.allocation_containers.c.allocation_id == allocation_id, t.allocation_containers.c.agent_id == agent_id,
-    ).values(state=state, **values))
+def set_state(conn: Conn, allocation_id: str, agent_id: str, state: str, **values: Any) -> None:
+    container_rows.set_state(conn, allocation_id, agent_id, state, values)
 
 
-def kill_others(m: Master, conn, allocation_id: str, except_agent: str | None) -> None:
+def kill_others(m: Master, conn: Conn, allocation_id: str, except_agent: str | None) -> None:
     """Tell every other live container of the gang to die (the allocation itself is not marked killed)."""
     for c in of_allocation(conn, allocation_id):
         if c["agent_id"] != except_agent and c["state"] not in (A.TERMINATED.value, KILLING):
@@ -65,20 +54,15 @@ def kill_others(m: Master, conn, allocation_id: str, except_agent: str | None) -
             m.signals.notify(f"agent:{c['agent_id']}")
 
 
-def release(conn, allocation_id: str) -> None:
+def release(conn: Conn, allocation_id: str) -> None:
     """The allocation ended: containers not being killed give their slots back."""
-    conn.execute(t.allocation_containers.update().where(
-        t.allocation_containers.c.allocation_id == allocation_id,
-        t.allocation_containers.c.state.notin_([A.TERMINATED.value, KILLING]),
-    ).values(state=A.TERMINATED.value))
+    container_rows.release(conn, allocation_id, keep=[A.TERMINATED.value, KILLING])
 
 
-def addresses(conn, allocation_id: str) -> list[str]:
+def addresses(conn: Conn, allocation_id: str) -> list[str]:
     """The container agents' addresses in rank order (loopback agents → 127.0.0.1)."""
     conts = of_allocation(conn, allocation_id)
-    hosts = {r.id: r.address or r.hostname for r in conn.execute(
-        sa.select(t.agents.c.id, t.agents.c.hostname, t.agents.c.address).where(
-            t.agents.c.id.in_([c["agent_id"] for c in conts])))}
+    hosts = agent_rows.hosts(conn, [c["agent_id"] for c in conts])
     return [_address(hosts.get(c["agent_id"]) or "") for c in conts]
 
 
@@ -86,7 +70,7 @@ def _address(host: str) -> str:
     return "127.0.0.1" if host in ("", "localhost", "::1") or host.startswith("127.") else host
 
 
-def env_for(conn, alloc, container: dict) -> tuple[dict, dict]:
+def env_for(conn: Conn, alloc: Row, container: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
     """Extra env and info-file keys of one container of a gang."""
     conts = of_allocation(conn, alloc["id"])
     addrs = addresses(conn, alloc["id"])

@@ -5,59 +5,54 @@ last container ends the allocation, frees its slots and is handed to the task ki
 
 from __future__ import annotations
 
-import sqlalchemy as sa
+from typing import Any
 
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.states import AllocationState as A, ExitReason
-from stalwart.db import tables as t
 from stalwart.master.allocations import containers, kinds
+from stalwart.master.queries import allocations as allocation_rows
+from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master, now
 
 
-def request_preemption(m: Master, conn, allocation_id: str) -> None:
-    conn.execute(
-        t.allocations.update()
-        .where(t.allocations.c.id == allocation_id, t.allocations.c.preempt_requested.is_(False))
-        .values(preempt_requested=True, preempt_at=now())
-    )
+def request_preemption(m: Master, conn: Conn, allocation_id: str) -> None:
+    allocation_rows.request_preemption(conn, allocation_id, now())
     m.signals.notify(f"preempt:{allocation_id}")
 
 
-def request_kill(m: Master, conn, alloc) -> None:
-    conn.execute(t.allocations.update().where(t.allocations.c.id == alloc["id"]).values(kill_requested=True))
-    agents = {alloc["agent_id"]} | set(conn.execute(sa.select(t.allocation_containers.c.agent_id).where(
-        t.allocation_containers.c.allocation_id == alloc["id"])).scalars())
+def request_kill(m: Master, conn: Conn, alloc: Row) -> None:
+    allocation_rows.request_kill(conn, alloc["id"])
+    agents = {alloc["agent_id"]} | {c["agent_id"] for c in containers.of_allocation(conn, alloc["id"])}
     for agent_id in agents - {None}:
         m.signals.notify(f"agent:{agent_id}")
 
 
-def start_order(m: Master, conn, alloc, container: dict | None = None) -> dict:
+def start_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything an agent needs to launch one container of a run: identity, token, env and the info file."""
     if container is None:
         container = containers.of_allocation(conn, alloc["id"])[0]
     return kinds.get(kinds.kind_of(alloc) or kinds.COMMAND).start_order(m, conn, alloc, container)
 
 
-def container_started(conn, allocation_id: str, agent_id: str, pid: int | None) -> None:
+def container_started(conn: Conn, allocation_id: str, agent_id: str, pid: int | None) -> None:
     """One container runs; the allocation is RUNNING once all of its containers are."""
     containers.set_state(conn, allocation_id, agent_id, A.RUNNING.value, pid=pid)
     conts = containers.of_allocation(conn, allocation_id)
     if all(c["state"] == A.RUNNING.value for c in conts):
-        alloc = Master.get_row(conn, t.allocations, allocation_id, "allocation")
-        conn.execute(t.allocations.update().where(t.allocations.c.id == allocation_id).values(
-            state=A.RUNNING.value, pid=conts[0]["pid"], started_at=alloc["started_at"] or now()))
+        alloc = allocation_rows.get(conn, allocation_id)
+        allocation_rows.set_running(conn, allocation_id, conts[0]["pid"], alloc["started_at"] or now())
 
 
-def _container(conn, agent_id: str, allocation_id: str) -> dict:
+def _container(conn: Conn, agent_id: str, allocation_id: str) -> dict[str, Any]:
     for c in containers.of_allocation(conn, allocation_id):
         if c["agent_id"] == agent_id:
             return c
     raise InvalidRequest(f"allocation {allocation_id} is not assigned to agent {agent_id}")
 
 
-def mark_started(m: Master, agent_id: str, allocation_id: str, pid: int | None) -> dict:
+def mark_started(m: Master, agent_id: str, allocation_id: str, pid: int | None) -> dict[str, bool]:
     with m.db.begin() as conn:
-        alloc = Master.get_row(conn, t.allocations, allocation_id, "allocation")
+        alloc = allocation_rows.get(conn, allocation_id)
         c = _container(conn, agent_id, allocation_id)
         if alloc["state"] == A.TERMINATED.value or alloc["kill_requested"] or c["state"] == containers.KILLING:
             return {"kill": True}
@@ -72,7 +67,7 @@ def mark_exited(m: Master, agent_id: str, allocation_id: str, exit_code: int | N
     `agent_lost`: the agent killed it itself, having lost the master for too long (fencing); that ends the
     allocation as a lost agent does, without counting a failure."""
     with m.db.begin() as conn:
-        alloc = Master.get_row(conn, t.allocations, allocation_id, "allocation")
+        alloc = allocation_rows.get(conn, allocation_id)
         _container(conn, agent_id, allocation_id)
         if agent_lost:
             containers.set_state(conn, allocation_id, agent_id, A.TERMINATED.value)
@@ -86,8 +81,7 @@ def mark_exited(m: Master, agent_id: str, allocation_id: str, exit_code: int | N
         first_failure = alloc["exit_code"]
         if exit_code != 0 and first_failure is None:
             first_failure = exit_code
-            conn.execute(t.allocations.update().where(t.allocations.c.id == allocation_id)
-                         .values(exit_code=exit_code))
+            allocation_rows.set_exit_code(conn, allocation_id, exit_code)
         live = [c for c in containers.of_allocation(conn, allocation_id) if c["state"] != A.TERMINATED.value]
         if live:
             if exit_code != 0:
@@ -97,7 +91,7 @@ def mark_exited(m: Master, agent_id: str, allocation_id: str, exit_code: int | N
         allocation_exited(m, conn, allocation_id, final, ExitReason.EXITED)
 
 
-def lose_container(m: Master, conn, allocation_id: str, agent_id: str) -> None:
+def lose_container(m: Master, conn: Conn, allocation_id: str, agent_id: str) -> None:
     """A running container's agent is gone (silent too long, or re-registered without it): the gang ends as
     a lost agent's run, not counted as a failure."""
     containers.set_state(conn, allocation_id, agent_id, A.TERMINATED.value)
@@ -105,9 +99,9 @@ def lose_container(m: Master, conn, allocation_id: str, agent_id: str) -> None:
     allocation_exited(m, conn, allocation_id, None, ExitReason.AGENT_LOST)
 
 
-def allocation_exited(m: Master, conn, allocation_id: str, exit_code: int | None, reason: ExitReason) -> None:
+def allocation_exited(m: Master, conn: Conn, allocation_id: str, exit_code: int | None, reason: ExitReason) -> None:
     """Record the end of an allocation, free its slots and hand it to the task kind that owns it. Idempotent."""
-    alloc = Master.get_row(conn, t.allocations, allocation_id, "allocation")
+    alloc = allocation_rows.get(conn, allocation_id)
     if alloc["state"] == A.TERMINATED.value:
         return
     if reason is ExitReason.EXITED and alloc["kill_requested"]:
@@ -116,11 +110,7 @@ def allocation_exited(m: Master, conn, allocation_id: str, exit_code: int | None
         reason = ExitReason.PREEMPTED
     if reason is ExitReason.EXITED and alloc["exit_reason"] == ExitReason.PREEMPTED.value:
         reason = ExitReason.PREEMPTED  # killed at its preemption timeout
-    conn.execute(
-        t.allocations.update()
-        .where(t.allocations.c.id == allocation_id)
-        .values(state=A.TERMINATED.value, exit_code=exit_code, exit_reason=reason.value, ended_at=now())
-    )
+    allocation_rows.terminate(conn, allocation_id, exit_code=exit_code, exit_reason=reason.value, ended_at=now())
     containers.release(conn, allocation_id)
     m.wake_scheduler()
     kind = kinds.kind_of(alloc)

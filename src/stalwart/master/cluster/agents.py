@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import sqlalchemy as sa
+from collections.abc import Mapping
+from typing import Any
 
 from stalwart.api.errors import InvalidRequest, InvalidStateError
 from stalwart.api.states import AllocationState as A
-from stalwart.db import tables as t
 from stalwart.master import views as mviews
 from stalwart.master.allocations import containers, lifecycle
+from stalwart.master.queries import agents as agent_rows, allocations as allocation_rows
+from stalwart.master.queries.rows import Row
 from stalwart.master.service import Master, now
 
 
-def register(m: Master, body: dict, peer: str | None = None) -> dict:
+def register(m: Master, body: Mapping[str, Any], peer: str | None = None) -> dict[str, Any]:
     """Create or refresh an agent; reconcile the containers it says it runs with ours."""
     agent_id = str(body.get("agent_id") or "").strip()
     if not agent_id:
@@ -37,12 +39,12 @@ def register(m: Master, body: dict, peer: str | None = None) -> dict:
         last_seen=now(),
     )
     with m.db.begin() as conn:
-        exists = conn.execute(sa.select(t.agents).where(t.agents.c.id == agent_id)).mappings().first()
+        exists = agent_rows.find(conn, agent_id)
         if exists:
             _check_takeover(m, exists, incarnation, body.get("replaces"))
-            conn.execute(t.agents.update().where(t.agents.c.id == agent_id).values(**values))
+            agent_rows.update(conn, agent_id, values)
         else:
-            conn.execute(t.agents.insert().values(id=agent_id, enabled=True, registered_at=now(), **values))
+            agent_rows.insert(conn, agent_id, {"enabled": True, "registered_at": now(), **values})
         ours = containers.on_agent(conn, agent_id)
         for c in ours:
             alloc_id = c["allocation_id"]
@@ -60,7 +62,7 @@ def register(m: Master, body: dict, peer: str | None = None) -> dict:
             "agent_timeout": m.settings.agent_timeout_s}
 
 
-def _check_takeover(m: Master, row, incarnation: str | None, replaces) -> None:
+def _check_takeover(m: Master, row: Row, incarnation: str | None, replaces: object) -> None:
     """One live agent per id. Another process may take an id over only when the one holding it is gone:
     it says it replaced that process (same work directory, whose lock it now holds, and it killed what that
     process left running), or the holder has been silent for `agent_timeout` (then it has killed its own
@@ -80,18 +82,17 @@ def _check_takeover(m: Master, row, incarnation: str | None, replaces) -> None:
 
 def touch(m: Master, agent_id: str) -> None:
     with m.db.begin() as conn:
-        n = conn.execute(
-            t.agents.update().where(t.agents.c.id == agent_id).values(last_seen=now(), connected=True)
-        ).rowcount
+        n = agent_rows.update(conn, agent_id, {"last_seen": now(), "connected": True})
     if not n:
         raise InvalidRequest(f"agent {agent_id} is not registered; register it first")
 
 
-def pending_actions(m: Master, agent_id: str, known: set[str] = frozenset()) -> dict:
+def pending_actions(m: Master, agent_id: str, known: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
     with m.db.begin() as conn:
-        start, kill = [], []
+        start: list[dict[str, Any]] = []
+        kill: list[str] = []
         for c in containers.on_agent(conn, agent_id):
-            alloc = Master.get_row(conn, t.allocations, c["allocation_id"], "allocation")
+            alloc = allocation_rows.get(conn, c["allocation_id"])
             if alloc["kill_requested"] or c["state"] == containers.KILLING:
                 if not _kill_sent(m, alloc["id"], agent_id):
                     kill.append(alloc["id"])
@@ -109,24 +110,22 @@ def _kill_sent(m: Master, allocation_id: str, agent_id: str) -> bool:
     return False
 
 
-
-def set_enabled(m: Master, agent_id: str, enabled: bool, drain: bool = False) -> dict:
+def set_enabled(m: Master, agent_id: str, enabled: bool, drain: bool = False) -> dict[str, Any]:
     """Enable an agent, or disable it: with `drain` its tasks finish and nothing new starts there;
     without, its trials are preempted (they checkpoint and resume elsewhere) and its commands killed."""
     with m.db.begin() as conn:
-        Master.get_row(conn, t.agents, agent_id, "agent")
-        conn.execute(t.agents.update().where(t.agents.c.id == agent_id).values(
-            enabled=enabled, draining=bool(drain) and not enabled))
+        agent_rows.get(conn, agent_id)
+        agent_rows.update(conn, agent_id, {"enabled": enabled, "draining": bool(drain) and not enabled})
         if not enabled and not drain:
             for c in containers.on_agent(conn, agent_id):
-                alloc = Master.get_row(conn, t.allocations, c["allocation_id"], "allocation")
+                alloc = allocation_rows.get(conn, c["allocation_id"])
                 if alloc["state"] == A.TERMINATED.value:
                     continue
                 if alloc["command_id"] is not None:
                     lifecycle.request_kill(m, conn, alloc)
                 else:
                     lifecycle.request_preemption(m, conn, alloc["id"])
-        row = Master.get_row(conn, t.agents, agent_id, "agent")
+        row = agent_rows.get(conn, agent_id)
         used = containers.used_slots(conn)
     m.wake_scheduler()
     return mviews.agent(row, len(used.get(agent_id, ())))

@@ -17,6 +17,7 @@ ERROR with that message; loading errors at creation are a `ConfigError` naming
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import logging
 import os
@@ -98,16 +99,20 @@ class SearcherProcess(SearchMethod):
             if self.proc is None or self.proc.poll() is not None:
                 code = None if self.proc is None else self.proc.returncode
                 raise SearcherFailed(f"the searcher process is not running (exit code {code}){self._tail()}")
+            stdin = self.proc.stdin
+            if stdin is None:
+                raise SearcherFailed("the searcher process has no stdin to send calls to")
             try:
-                self.proc.stdin.write(json.dumps({"call": call, "args": list(args)}) + "\n")
-                self.proc.stdin.flush()
+                stdin.write(json.dumps({"call": call, "args": list(args)}) + "\n")
+                stdin.flush()
             except (BrokenPipeError, OSError) as exc:
                 raise SearcherFailed(f"the searcher process went away ({exc}){self._tail()}") from exc
             try:
                 line = self.replies.get(timeout=_timeout())
             except queue.Empty:
                 self.close()
-                raise SearcherFailed(f"{call} did not answer within {_timeout():.0f} s; the process was killed") from None
+                raise SearcherFailed(
+                    f"{call} did not answer within {_timeout():.0f} s; the process was killed") from None
             if line is None:
                 self.proc.wait(timeout=5)
                 raise SearcherFailed(
@@ -134,7 +139,8 @@ class SearcherProcess(SearchMethod):
         proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
             try:
-                proc.stdin.close()
+                if proc.stdin is not None:
+                    proc.stdin.close()
                 proc.wait(timeout=3)
             except (OSError, subprocess.TimeoutExpired):
                 proc.kill()
@@ -152,10 +158,8 @@ class SearcherProcess(SearchMethod):
         return self._actions("on_trial_exited", request_id, TrialExit(how).value)
 
     def progress(self, trial_progress: dict[str, float]) -> float:
-        try:
+        with contextlib.suppress(SearcherFailed):
             self.last_progress = float(self._call("progress", trial_progress))
-        except SearcherFailed:
-            pass
         return self.last_progress
 
     def snapshot(self) -> dict:
@@ -170,7 +174,8 @@ class SearcherProcess(SearchMethod):
         try:
             self._call("restore", snapshot)
         except SearcherFailed as exc:
-            raise ConfigError(f"searcher.search_method: could not restore {self.spec} from its snapshot: {exc}") from exc
+            raise ConfigError(
+                f"searcher.search_method: could not restore {self.spec} from its snapshot: {exc}") from exc
         self.last_snapshot = snapshot
 
 

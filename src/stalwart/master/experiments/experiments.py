@@ -4,30 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import sqlalchemy as sa
+from typing import Any
 
 from stalwart.api.errors import ConfigError, InvalidStateError
 from stalwart.api.states import ExperimentState as S
 from stalwart.config import views
 from stalwart.config.experiment import load_experiment_config
 from stalwart.context import ArchiveLimits, check_entrypoint, validate_archive
-from stalwart.db import tables as t
 from stalwart.master.allocations import lifecycle
 from stalwart.master.experiments import finishing, searchers, searching
+from stalwart.master.queries import experiments as experiment_rows, trials as trial_rows
 from stalwart.master.scheduling import jobs
 from stalwart.master.service import Master, now
+from stalwart.searcher import SearchMethod
 
 
 @dataclass
 class NewExperiment:
     """An experiment that passed every check and is ready to store (with its searcher, built)."""
 
-    config: dict
+    config: dict[str, Any]
     warnings: list[str]
-    resources: dict
+    resources: dict[str, Any]
     pool: str
-    search: object
+    search: SearchMethod
 
 
 def read_archive_here(archive: bytes, limits: ArchiveLimits) -> list[str]:
@@ -70,30 +70,24 @@ def create_experiment(m: Master, config_text: str, archive: bytes, *, activate: 
     return exp_id, new.warnings
 
 
-def _store_experiment(m: Master, config: dict, config_text: str, archive: bytes, search, *, activate: bool,
-                      owner: str, resources: dict, pool: str) -> int:
+def _store_experiment(m: Master, config: dict[str, Any], config_text: str, archive: bytes, search: SearchMethod, *,
+                      activate: bool, owner: str, resources: dict[str, Any], pool: str) -> int:
     with m.db.begin() as conn:
-        exp_id = conn.execute(
-            t.experiments.insert().values(
-                name=config.get("name") or "",
-                description=config.get("description"),
-                labels=list(config.get("labels") or []),
-                owner=owner,
-                config=config,
-                config_text=config_text,
-                state=(S.ACTIVE if activate else S.PAUSED).value,
-                archived=False,
-                progress=0.0,
-                searcher_state=None,
-                created_at=now(),
-            )
-        ).inserted_primary_key[0]
+        exp_id = experiment_rows.insert(
+            conn,
+            name=config.get("name") or "",
+            description=config.get("description"),
+            labels=list(config.get("labels") or []),
+            owner=owner,
+            config=config,
+            config_text=config_text,
+            state=S.ACTIVE if activate else S.PAUSED,
+            created_at=now(),
+        )
         if not config.get("name"):
             config = {**config, "name": f"Experiment {exp_id}"}
-            conn.execute(
-                t.experiments.update().where(t.experiments.c.id == exp_id).values(name=config["name"], config=config)
-            )
-        conn.execute(t.contexts.insert().values(experiment_id=exp_id, archive=archive))
+            experiment_rows.set_name(conn, exp_id, config["name"], config)
+        experiment_rows.insert_context(conn, exp_id, archive)
         jobs.create_job(m, conn, jobs.EXPERIMENT, exp_id, resources, pool)
         searchers.adopt(m, exp_id, search)
         searching.apply(m, conn, exp_id, search, search.initial_operations())
@@ -141,7 +135,7 @@ def _set_archived(m: Master, exp_id: int, archived: bool) -> None:
             verb = "archived" if archived else "unarchived"
             raise InvalidStateError(f"experiment {exp_id} is {exp['state']}; only a finished experiment "
                                     f"(COMPLETED, CANCELED or ERROR) can be {verb}")
-        conn.execute(t.experiments.update().where(t.experiments.c.id == exp_id).values(archived=archived))
+        experiment_rows.set_archived(conn, exp_id, archived)
 
 
 def cancel(m: Master, exp_id: int) -> None:
@@ -158,9 +152,8 @@ def _stop(m: Master, exp_id: int, stopping: S) -> None:
         state = S(exp["state"])
         if state.terminal:
             raise InvalidStateError(f"experiment {exp_id} is already {state.value}")
-        if state is S.STOPPING_KILLED or (state is stopping):
-            if stopping is S.STOPPING_CANCELED:
-                return
+        if stopping is S.STOPPING_CANCELED and state in (S.STOPPING_KILLED, S.STOPPING_CANCELED):
+            return  # a cancel of a stopping (cancel or kill) experiment changes nothing
         finishing.set_state(conn, exp_id, stopping)
         live = finishing.live_allocations(conn, exp_id)
         busy = {a["trial_id"] for a in live}
@@ -169,17 +162,9 @@ def _stop(m: Master, exp_id: int, stopping: S) -> None:
                 lifecycle.request_kill(m, conn, alloc)
             else:
                 lifecycle.request_preemption(m, conn, alloc["id"])
-        idle = conn.execute(
-            sa.select(t.trials.c.id).where(
-                t.trials.c.experiment_id == exp_id,
-                t.trials.c.state.notin_([s.value for s in (S.COMPLETED, S.CANCELED, S.ERROR)]),
-            )
-        ).scalars()
-        for trial_id in idle:
+        for trial_id in trial_rows.open_ids(conn, exp_id):
             if trial_id not in busy:
-                conn.execute(
-                    t.trials.update().where(t.trials.c.id == trial_id).values(state=S.CANCELED.value, ended_at=now())
-                )
+                trial_rows.set_state(conn, trial_id, S.CANCELED, ended_at=now())
         finishing.maybe_finish(m, conn, exp_id)
     m.wake_scheduler()
 

@@ -2,51 +2,38 @@
 
 from __future__ import annotations
 
-import sqlalchemy as sa
+from typing import Any
 
-from stalwart.api.states import AllocationState, ExperimentState as S
-from stalwart.db import tables as t
+from stalwart.api.states import ExperimentState as S
 from stalwart.master.allocations import lifecycle
 from stalwart.master.experiments import checkpoint_gc, searchers
+from stalwart.master.queries import experiments as experiment_rows, runs, trials as trial_rows
+from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master, now
 
 
-def experiment(conn, exp_id: int):
-    return Master.get_row(conn, t.experiments, exp_id, "experiment")
+def experiment(conn: Conn, exp_id: int) -> Row:
+    """The experiment's row; 404 when there is none."""
+    return experiment_rows.get(conn, exp_id)
 
 
-def live_allocations(conn, exp_id: int):
-    q = (
-        sa.select(t.allocations)
-        .join(t.trials, t.trials.c.id == t.allocations.c.trial_id)
-        .where(t.trials.c.experiment_id == exp_id, t.allocations.c.state != AllocationState.TERMINATED.value)
-    )
-    return list(conn.execute(q).mappings())
+def live_allocations(conn: Conn, exp_id: int) -> list[Row]:
+    """The runs of the experiment's trials that have not ended."""
+    return runs.live_of_experiment(conn, exp_id)
 
 
-def set_trials(conn, exp_id: int, from_states: list[S], to: S) -> None:
-    values = {"state": to.value}
-    if to.terminal:
-        values["ended_at"] = now()
-    conn.execute(
-        t.trials.update()
-        .where(t.trials.c.experiment_id == exp_id, t.trials.c.state.in_([s.value for s in from_states]))
-        .values(**values)
-    )
+def set_trials(conn: Conn, exp_id: int, from_states: list[S], to: S) -> None:
+    """Move the experiment's trials in `from_states` to `to` (ended now, if `to` is terminal)."""
+    trial_rows.set_states_of_experiment(conn, exp_id, from_states, to, ended_at=now() if to.terminal else None)
 
 
-def set_state(conn, exp_id: int, state: S, error: str | None = None) -> None:
-    values: dict = {"state": state.value}
-    if state.terminal:
-        values["ended_at"] = now()
-        if state is S.COMPLETED:
-            values["progress"] = 1.0
-    if error:
-        values["error_message"] = error
-    conn.execute(t.experiments.update().where(t.experiments.c.id == exp_id).values(**values))
+def set_state(conn: Conn, exp_id: int, state: S, error: str | None = None) -> None:
+    """Move the experiment to `state`: a terminal one ends it now (a COMPLETED one at progress 1)."""
+    experiment_rows.set_state(conn, exp_id, state, ended_at=now() if state.terminal else None,
+                              progress=1.0 if state is S.COMPLETED else None, error_message=error or None)
 
 
-def maybe_finish(m: Master, conn, exp_id: int) -> None:
+def maybe_finish(m: Master, conn: Conn, exp_id: int) -> None:
     """A STOPPING_* experiment with no live allocation reaches its final state."""
     exp = experiment(conn, exp_id)
     state = S(exp["state"])
@@ -65,24 +52,19 @@ def maybe_finish(m: Master, conn, exp_id: int) -> None:
     checkpoint_gc.run_for_experiment(m, conn, exp_id)
 
 
-def _last_failure(conn, exp_id: int) -> str:
+def _last_failure(conn: Conn, exp_id: int) -> str:
     """Why the most recent failed trial failed, to explain a failed search."""
-    last = conn.execute(
-        sa.select(t.trials.c.id, t.trials.c.error_message, t.trials.c.early_exit)
-        .where(t.trials.c.experiment_id == exp_id,
-               sa.or_(t.trials.c.state == S.ERROR.value, t.trials.c.early_exit.is_not(None)))
-        .order_by(t.trials.c.ended_at.desc()).limit(1)
-    ).first()
+    last = trial_rows.last_failure(conn, exp_id)
     if last is None:
         return ""
-    if last.error_message:
-        return f": {last.error_message}"
-    if last.early_exit == "INVALID_HP":
-        return f": trial {last.id} raised InvalidHP (its hyperparameters cannot train)"
-    return f": trial {last.id} exited early ({last.early_exit})"
+    if last["error_message"]:
+        return f": {last['error_message']}"
+    if last["early_exit"] == "INVALID_HP":
+        return f": trial {last['id']} raised InvalidHP (its hyperparameters cannot train)"
+    return f": trial {last['id']} exited early ({last['early_exit']})"
 
 
-def shutdown(m: Master, conn, exp_id: int, failure: bool, reason: str, cancel: bool = False) -> None:
+def shutdown(m: Master, conn: Conn, exp_id: int, failure: bool, reason: str, cancel: bool = False) -> None:
     """The searcher is done: stop what still runs and finish."""
     exp = experiment(conn, exp_id)
     state = S(exp["state"])
@@ -100,9 +82,8 @@ def shutdown(m: Master, conn, exp_id: int, failure: bool, reason: str, cancel: b
     maybe_finish(m, conn, exp_id)
 
 
-def finish_stopping(m: Master, conn) -> None:
-    """Every pass of the scheduler: each stopping experiment with no live run reaches its final state."""
-    for exp_id in conn.execute(
-        sa.select(t.experiments.c.id).where(t.experiments.c.state.like("STOPPING_%"))
-    ).scalars().all():
+def finish_stopping(m: Master, conn: Any) -> None:
+    """Every pass of the scheduler: each stopping experiment with no live run reaches its final state (`conn`: the
+    pass's connection; scheduling declares its steps' connection as `object`)."""
+    for exp_id in experiment_rows.stopping_ids(conn):
         maybe_finish(m, conn, exp_id)

@@ -5,17 +5,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid as uuidlib
-
-import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
+from typing import Any
 
 from stalwart.api.errors import ForbiddenError, InvalidRequest, InvalidStateError
 from stalwart.api.states import AllocationState as A, ExitReason
-from stalwart.db import tables as t
 from stalwart.master.experiments import searching
 from stalwart.master.experiments.metric_reports import (
     parse_reports as parse_reports,  # the routes' and tests' entry point
 )
+from stalwart.master.queries import (
+    allocations as allocation_rows,
+    checkpoints as checkpoint_rows,
+    experiments as experiment_rows,
+    metrics as metric_rows,
+    runs,
+    trials as trial_rows,
+)
+from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master, now
 
 log = logging.getLogger(__name__)
@@ -23,25 +29,14 @@ log = logging.getLogger(__name__)
 MAX_BATCH_ROWS = 20000
 
 
-def caller_allocation(conn, allocation_id: str, trial_id: int):
+def caller_allocation(conn: Conn, allocation_id: str, trial_id: int) -> Row:
     """The caller's allocation, which must be live and belong to `trial_id`."""
-    alloc = conn.execute(sa.select(t.allocations).where(t.allocations.c.id == allocation_id)).mappings().first()
+    alloc = runs.find(conn, allocation_id)
     if alloc is None or alloc["trial_id"] != trial_id:
         raise ForbiddenError(f"this allocation token does not belong to trial {trial_id}")
     if alloc["state"] == A.TERMINATED.value:
         raise InvalidStateError(f"allocation {allocation_id} has ended; its reports are no longer accepted")
     return alloc
-
-
-def _upsert(conn, dialect: str, rows: list[dict]) -> None:
-    latest = {(r["trial_id"], r["group_name"], r["steps_completed"]): r for r in rows}
-    ins = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(t.metrics)
-    stmt = ins.on_conflict_do_update(
-        index_elements=["trial_id", "group_name", "steps_completed"],
-        set_={"metrics": ins.excluded.metrics, "trial_run_id": ins.excluded.trial_run_id,
-              "report_time": ins.excluded.report_time},
-    )
-    conn.execute(stmt, list(latest.values()))
 
 
 class MetricsWriter:
@@ -54,9 +49,9 @@ class MetricsWriter:
 
     def __init__(self, m: Master) -> None:
         self.m = m
-        self.queue: asyncio.Queue = asyncio.Queue()
+        self.queue: asyncio.Queue[tuple[list[dict[str, Any]], asyncio.Future[None]]] = asyncio.Queue()
 
-    async def submit(self, rows: list[dict]) -> None:
+    async def submit(self, rows: list[dict[str, Any]]) -> None:
         fut = asyncio.get_running_loop().create_future()
         await self.queue.put((rows, fut))
         await fut
@@ -71,7 +66,7 @@ class MetricsWriter:
                 size += len(item[0])
             self.commit(batch)
 
-    def commit(self, batch: list[tuple[list[dict], asyncio.Future]]) -> None:
+    def commit(self, batch: list[tuple[list[dict[str, Any]], asyncio.Future[None]]]) -> None:
         """Write a batch of (rows, future) in one transaction, else each alone; settle every future."""
         try:
             self._write([r for rows, _ in batch for r in rows])
@@ -93,21 +88,21 @@ class MetricsWriter:
         for _, fut in batch:
             _settle(fut, None)
 
-    def _write(self, rows: list[dict]) -> None:
+    def _write(self, rows: list[dict[str, Any]]) -> None:
         if not rows:
             return
         with self.m.db.begin() as conn:
-            _upsert(conn, conn.dialect.name, rows)
+            metric_rows.upsert(conn, rows)
             self._feed_searcher(conn, rows)
 
-    def _feed_searcher(self, conn, rows: list[dict]) -> None:
+    def _feed_searcher(self, conn: Conn, rows: list[dict[str, Any]]) -> None:
         validations = [r for r in rows if r["group_name"] == "validation"]
         for r in sorted(validations, key=lambda r: (r["trial_id"], r["steps_completed"])):
-            trial = conn.execute(sa.select(t.trials).where(t.trials.c.id == r["trial_id"])).mappings().one()
+            trial = trial_rows.get(conn, r["trial_id"])
             searching.on_validation(self.m, conn, dict(trial), r["steps_completed"], r["metrics"])
 
 
-def _settle(fut: asyncio.Future, err: Exception | None) -> None:
+def _settle(fut: asyncio.Future[None], err: Exception | None) -> None:
     if fut.done():  # the request was cancelled (its client went away)
         return
     if err is None:
@@ -116,7 +111,7 @@ def _settle(fut: asyncio.Future, err: Exception | None) -> None:
         fut.set_exception(err)
 
 
-def register_checkpoint(m: Master, allocation_id: str, body: dict) -> dict:
+def register_checkpoint(m: Master, allocation_id: str, body: dict[str, Any]) -> dict[str, Any]:
     trial_id = body.get("trial_id")
     if not isinstance(trial_id, int):
         raise InvalidRequest("trial_id: required")
@@ -135,9 +130,9 @@ def register_checkpoint(m: Master, allocation_id: str, body: dict) -> dict:
         raise InvalidRequest("resources: expected an object of relative path to size")
     with m.db.begin() as conn:
         caller_allocation(conn, allocation_id, trial_id)
-        trial = Master.get_row(conn, t.trials, trial_id, "trial")
-        exp = Master.get_row(conn, t.experiments, trial["experiment_id"], "experiment")
-        if conn.execute(sa.select(t.checkpoints.c.uuid).where(t.checkpoints.c.uuid == ckpt_uuid)).first():
+        trial = trial_rows.get(conn, trial_id)
+        exp = experiment_rows.get(conn, trial["experiment_id"])
+        if checkpoint_rows.exists(conn, ckpt_uuid):
             raise InvalidStateError(f"checkpoint {ckpt_uuid} is already registered")
         row = dict(
             uuid=ckpt_uuid,
@@ -150,17 +145,17 @@ def register_checkpoint(m: Master, allocation_id: str, body: dict) -> dict:
             storage=exp["config"]["checkpoint_storage"],
             report_time=now(),
         )
-        conn.execute(t.checkpoints.insert().values(**row))
+        checkpoint_rows.insert(conn, row)
     return row
 
 
-def set_progress(m: Master, allocation_id: str, trial_id: int, progress) -> None:
+def set_progress(m: Master, allocation_id: str, trial_id: int, progress: object) -> None:
     if not isinstance(progress, (int, float)) or not 0 <= progress <= 1:
         raise InvalidRequest(f"progress: expected a number in 0..1, got {progress!r}")
     with m.db.begin() as conn:
         caller_allocation(conn, allocation_id, trial_id)
-        trial = Master.get_row(conn, t.trials, trial_id, "trial")
-        conn.execute(t.trials.update().where(t.trials.c.id == trial_id).values(progress=float(progress)))
+        trial = trial_rows.get(conn, trial_id)
+        trial_rows.set_progress(conn, trial_id, float(progress))
         searching.refresh_progress(m, conn, trial["experiment_id"])
 
 
@@ -174,18 +169,18 @@ def early_exit(m: Master, allocation_id: str, trial_id: int, reason: str) -> Non
         raise InvalidRequest(f"reason: expected one of {sorted(known)}, got {reason!r}")
     with m.db.begin() as conn:
         caller_allocation(conn, allocation_id, trial_id)
-        trial = Master.get_row(conn, t.trials, trial_id, "trial")
+        trial = trial_rows.get(conn, trial_id)
         if trial["early_exit"]:
             raise InvalidStateError(f"trial {trial_id} already reported an early exit")
-        conn.execute(t.trials.update().where(t.trials.c.id == trial_id).values(early_exit=known[reason].value))
+        trial_rows.set_early_exit(conn, trial_id, known[reason].value)
 
 
 def ack_preemption(m: Master, allocation_id: str) -> None:
     with m.db.begin() as conn:
-        conn.execute(t.allocations.update().where(t.allocations.c.id == allocation_id).values(preempt_acked=True))
+        runs.ack_preemption(conn, allocation_id)
 
 
 def preemption_requested(m: Master, allocation_id: str) -> bool:
     with m.db.begin() as conn:
-        alloc = Master.get_row(conn, t.allocations, allocation_id, "allocation")
+        alloc = allocation_rows.get(conn, allocation_id)
         return bool(alloc["preempt_requested"] or alloc["kill_requested"] or alloc["state"] == A.TERMINATED.value)

@@ -9,22 +9,19 @@ The limits are documented in docs/metrics.md.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.metric_values import encode_float, number
+from stalwart.api.models.trials import MAX_DEPTH, MAX_METRICS, MAX_NAME, MAX_REPORTS, MAX_VALUES
 from stalwart.master.service import now
 
-MAX_REPORTS = 10_000  # per request; the harness sends at most 5,000
-MAX_METRICS = 10_000  # metric names at the top of one report
-MAX_VALUES = 100_000  # values in one report, nested ones included
-MAX_NAME = 256  # characters of a metric name, and of a key inside a nested metric
 MAX_GROUP = 64  # characters of a group name (the column's size)
-MAX_DEPTH = 16  # dicts and lists inside one metric
 MAX_STEPS = 2**63 - 1  # steps_completed is a signed 64-bit column
 MAX_RUN_ID = 2**31 - 1  # trial_run_id is a signed 32-bit column
 
 
-def parse_reports(trial_id: int, body: dict) -> list[dict]:
+def parse_reports(trial_id: int, body: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows to store for `{"reports": [...]}`, or InvalidRequest naming the first bad field."""
     reports = body.get("reports")
     if not isinstance(reports, list):
@@ -35,7 +32,7 @@ def parse_reports(trial_id: int, body: dict) -> list[dict]:
     return [_row(trial_id, r, f"reports[{i}]") for i, r in enumerate(reports)]
 
 
-def _row(trial_id: int, r, where: str) -> dict:
+def _row(trial_id: int, r: Any, where: str) -> dict[str, Any]:
     if not isinstance(r, dict):
         raise InvalidRequest(f"{where}: expected an object {{group, steps_completed, metrics}}")
     group = r.get("group")
@@ -55,7 +52,7 @@ def _row(trial_id: int, r, where: str) -> dict:
     }
 
 
-def _integer(value, top: int, where: str, default: int | None = None) -> int:
+def _integer(value: Any, top: int, where: str, default: int | None = None) -> int:
     if value is None and default is not None:
         return default
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= top:
@@ -63,16 +60,16 @@ def _integer(value, top: int, where: str, default: int | None = None) -> int:
     return value
 
 
-def _time(value, where: str) -> float:
+def _time(value: Any, where: str) -> float:
     if value is None:
         return now()
     seconds = number(value) if not isinstance(value, str) else None
-    if seconds is None or not math.isfinite(seconds):
-        raise InvalidRequest(f"{where}: expected a finite number (seconds since the epoch), got {_show(value)}")
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        raise InvalidRequest(f"{where}: expected a finite number >= 0 (seconds since the epoch), got {_show(value)}")
     return seconds
 
 
-def _metrics(metrics: dict, where: str) -> dict:
+def _metrics(metrics: dict[str, Any], where: str) -> dict[str, Any]:
     """The metrics with non-finite floats encoded; the common flat case is checked inline (no copy)."""
     if len(metrics) > MAX_METRICS:
         raise InvalidRequest(f"{where}: at most {MAX_METRICS} metrics per report, got {len(metrics)}; "
@@ -100,7 +97,7 @@ def _metrics(metrics: dict, where: str) -> dict:
     return out
 
 
-def _nested(value, where: str, depth: int, count: list[int]):
+def _nested(value: Any, where: str, depth: int, count: list[int]) -> Any:
     """A value inside a metric: the same value, or a copy with non-finite floats encoded."""
     cls = value.__class__
     if cls is float:
@@ -116,15 +113,15 @@ def _nested(value, where: str, depth: int, count: list[int]):
         raise InvalidRequest(f"{where}: more than {MAX_VALUES} values in one report (nested ones included)")
     if cls is list:
         items = [_nested(v, f"{where}[{i}]", depth + 1, count) for i, v in enumerate(value)]
-        return value if all(a is b for a, b in zip(items, value)) else items
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     for key in value:
         if len(key) > MAX_NAME:
             raise InvalidRequest(f"{where}: key {key[:40]!r}... is {len(key)} characters long; "
                                  f"keys are at most {MAX_NAME}")
-    items = {k: _nested(v, f"{where}.{k}", depth + 1, count) for k, v in value.items()}
-    return value if all(items[k] is v for k, v in value.items()) else items
+    mapped = {k: _nested(v, f"{where}.{k}", depth + 1, count) for k, v in value.items()}
+    return value if all(mapped[k] is v for k, v in value.items()) else mapped
 
 
-def _show(value) -> str:
+def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

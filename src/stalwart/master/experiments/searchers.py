@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import threading
 
-import sqlalchemy as sa
-
 from stalwart.api.errors import ConfigError
 from stalwart.api.states import ExperimentState as S
-from stalwart.db import tables as t
 from stalwart.master.experiments import custom_search
+from stalwart.master.queries import experiments as experiment_rows
+from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master
 from stalwart.searcher import SearchMethod, Shutdown, make_search_method
 
@@ -71,24 +70,25 @@ class _Inert(SearchMethod):
     def progress(self, trial_progress) -> float:
         return self.last_progress
 
-    def snapshot(self) -> dict | None:
+    def snapshot(self) -> dict | None:  # type: ignore[override]  # a searcher that never ran has no state: None
         return self.state
 
     def restore(self, snapshot: dict) -> None:
         self.state = snapshot
 
 
-def _load_custom(m: Master, conn, exp) -> SearchMethod:
+def _load_custom(m: Master, conn: Conn, exp: Row) -> SearchMethod:
     with _custom_lock:
         search = m.custom_searchers.get(exp["id"])
     if search is not None:
         return search
     if S(exp["state"]).terminal:
         return _Inert(exp["searcher_state"], exp["progress"])
-    archive = conn.execute(
-        sa.select(t.contexts.c.archive).where(t.contexts.c.experiment_id == exp["id"])).scalar_one()
+    archive = experiment_rows.context_archive(conn, exp["id"])
     search = None
     try:
+        if archive is None:
+            raise ConfigError(f"experiment {exp['id']} has no stored context to start its custom searcher from")
         search = custom_search.start(exp["config"], archive, f"experiment {exp['id']}")
         if exp["searcher_state"] is not None:
             search.restore(exp["searcher_state"])
@@ -100,8 +100,8 @@ def _load_custom(m: Master, conn, exp) -> SearchMethod:
     return search
 
 
-def load(m: Master, conn, exp_id: int) -> tuple[dict, SearchMethod]:
-    exp = Master.get_row(conn, t.experiments, exp_id, "experiment")
+def load(m: Master, conn: Conn, exp_id: int) -> tuple[Row, SearchMethod]:
+    exp = experiment_rows.get(conn, exp_id)
     if exp["config"]["searcher"]["name"] == "custom":
         return exp, _load_custom(m, conn, exp)
     search = make_search_method(exp["config"])

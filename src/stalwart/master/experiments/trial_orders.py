@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 from stalwart.config import views
-from stalwart.db import tables as t
 from stalwart.master.allocations import containers
 from stalwart.master.allocations.env import base_env
 from stalwart.master.experiments import trials
+from stalwart.master.queries import experiments as experiment_rows, trials as trial_rows
 from stalwart.master.service import Master
 
 
@@ -22,8 +22,8 @@ def start_order(m: Master, conn, alloc, container: dict) -> dict:
 
 
 def _trial_order(m: Master, conn, alloc, container: dict) -> dict:
-    trial = Master.get_row(conn, t.trials, alloc["trial_id"], "trial")
-    exp = Master.get_row(conn, t.experiments, trial["experiment_id"], "experiment")
+    trial = trial_rows.get(conn, alloc["trial_id"])
+    exp = experiment_rows.get(conn, trial["experiment_id"])
     config = exp["config"]
     latest = trials.latest_checkpoint(conn, trial["id"])
     token = m.allocation_token(alloc["id"])

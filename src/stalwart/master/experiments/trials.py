@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import signal
-
-import sqlalchemy as sa
+from typing import Any
 
 from stalwart.api.errors import InvalidStateError
-from stalwart.api.states import AllocationState, ExitReason, ExperimentState as S
+from stalwart.api.states import ExitReason, ExperimentState as S
 from stalwart.config import views
-from stalwart.db import tables as t
 from stalwart.master.allocations import lifecycle
 from stalwart.master.experiments import checkpoint_gc, finishing, searching
 from stalwart.master.logs import master_line
+from stalwart.master.queries import (
+    checkpoints as checkpoint_rows,
+    experiments as experiment_rows,
+    runs,
+    trials as trial_rows,
+)
+from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master, now
 from stalwart.searcher import TrialExit
 
@@ -29,27 +34,25 @@ def describe_exit(code: int | None) -> str:
     return f"exit code {code}"
 
 
-def _finish_trial(m: Master, conn, trial: dict, state: S, how: TrialExit, error: str | None = None) -> None:
-    values: dict = {"state": state.value, "ended_at": now()}
-    if state is S.COMPLETED:
-        values["progress"] = 1.0
-    if error:
-        values["error_message"] = error
-    conn.execute(t.trials.update().where(t.trials.c.id == trial["id"]).values(**values))
+def _finish_trial(m: Master, conn: Conn, trial: dict[str, Any], state: S, how: TrialExit,
+                  error: str | None = None) -> None:
+    trial_rows.set_state(conn, trial["id"], state, ended_at=now(), progress=1.0 if state is S.COMPLETED else None,
+                         error_message=error or None)
     checkpoint_gc.run_for_trial(m, conn, trial["id"])
     searching.on_trial_exit(m, conn, trial, how)
 
 
-def run_ended(m: Master, conn, alloc, exit_code: int | None, reason: ExitReason) -> None:
+def run_ended(m: Master, conn: Conn, alloc: Row, exit_code: int | None, reason: ExitReason) -> None:
     """A run of a trial has ended (`allocations` recorded it and freed its slots): move the trial on, and
     its experiment, if that was stopping and this was its last live run."""
-    trial = dict(Master.get_row(conn, t.trials, alloc["trial_id"], "trial"))
-    exp = Master.get_row(conn, t.experiments, trial["experiment_id"], "experiment")
+    trial = dict(trial_rows.get(conn, alloc["trial_id"]))
+    exp = experiment_rows.get(conn, trial["experiment_id"])
     _trial_run_ended(m, conn, trial, exp, alloc, exit_code, reason)
     finishing.maybe_finish(m, conn, exp["id"])
 
 
-def _trial_run_ended(m: Master, conn, trial: dict, exp, alloc, exit_code: int | None, reason: ExitReason) -> None:
+def _trial_run_ended(m: Master, conn: Conn, trial: dict[str, Any], exp: Row, alloc: Row, exit_code: int | None,
+                     reason: ExitReason) -> None:
     tid, aid = trial["id"], alloc["id"]
     exp_state = S(exp["state"])
     if S(trial["state"]).terminal:
@@ -67,8 +70,9 @@ def _trial_run_ended(m: Master, conn, trial: dict, exp, alloc, exit_code: int | 
             _finish_trial(m, conn, trial, S.COMPLETED, TrialExit.COMPLETED)
             return
     if reason is ExitReason.PREEMPTED and exit_code != 0 and not alloc["kill_requested"]:
-        master_line(conn, tid, f"trial did not exit within preemption_timeout and was killed ({describe_exit(exit_code)}); "
-                    "it resumes from its latest checkpoint (not counted as a restart)", "WARNING", aid)
+        master_line(conn, tid, "trial did not exit within preemption_timeout and was killed "
+                    f"({describe_exit(exit_code)}); it resumes from its latest checkpoint (not counted as a restart)",
+                    "WARNING", aid)
         return
     if cancelled:
         master_line(conn, tid, f"trial stopped ({describe_exit(exit_code)})", "INFO", aid)
@@ -91,10 +95,10 @@ def _trial_run_ended(m: Master, conn, trial: dict, exp, alloc, exit_code: int | 
     _failed(m, conn, trial, exp, alloc, exit_code)
 
 
-def _failed(m: Master, conn, trial: dict, exp, alloc, exit_code: int | None) -> None:
+def _failed(m: Master, conn: Conn, trial: dict[str, Any], exp: Row, alloc: Row, exit_code: int | None) -> None:
     restarts = trial["restarts"] + 1
     limit = views.max_restarts(exp["config"])
-    conn.execute(t.trials.update().where(t.trials.c.id == trial["id"]).values(restarts=restarts))
+    trial_rows.set_restarts(conn, trial["id"], restarts)
     what = f"trial {trial['id']} failed: process ended with {describe_exit(exit_code)}"
     if restarts > limit:
         error = f"{what}; it failed {restarts} times, more than max_restarts ({limit})"
@@ -105,14 +109,11 @@ def _failed(m: Master, conn, trial: dict, exp, alloc, exit_code: int | None) -> 
                 "WARNING", alloc["id"])
 
 
-def fail_trial(m: Master, conn, trial: dict, error: str) -> None:
+def fail_trial(m: Master, conn: Conn, trial: dict[str, Any], error: str) -> None:
     """End a trial in ERROR at once (a mistake no restart can fix); its processes are killed."""
     if S(trial["state"]).terminal:
         return
-    for alloc in conn.execute(
-        sa.select(t.allocations).where(
-            t.allocations.c.trial_id == trial["id"], t.allocations.c.state != AllocationState.TERMINATED.value)
-    ).mappings().all():
+    for alloc in runs.live_of_trial(conn, trial["id"]):
         lifecycle.request_kill(m, conn, alloc)
     master_line(conn, trial["id"], error, "ERROR")
     _finish_trial(m, conn, trial, S.ERROR, TrialExit.ERRORED, error)
@@ -121,46 +122,29 @@ def fail_trial(m: Master, conn, trial: dict, error: str) -> None:
 
 def kill_trial(m: Master, trial_id: int) -> None:
     with m.db.begin() as conn:
-        trial = dict(Master.get_row(conn, t.trials, trial_id, "trial"))
+        trial = dict(trial_rows.get(conn, trial_id))
         if S(trial["state"]).terminal:
             raise InvalidStateError(f"trial {trial_id} is already {trial['state']}")
-        live = conn.execute(
-            sa.select(t.allocations).where(
-                t.allocations.c.trial_id == trial_id, t.allocations.c.state != AllocationState.TERMINATED.value
-            )
-        ).mappings().all()
+        live = runs.live_of_trial(conn, trial_id)
         for alloc in live:
             lifecycle.request_kill(m, conn, alloc)
-        conn.execute(t.trials.update().where(t.trials.c.id == trial_id).values(stop_requested=True))
+        trial_rows.request_stop(conn, trial_id)
         if not live:
             _finish_trial(m, conn, trial, S.CANCELED, TrialExit.CANCELED)
             finishing.maybe_finish(m, conn, trial["experiment_id"])
 
 
-def _latest_own(conn, trial_id: int):
-    return conn.execute(
-        sa.select(t.checkpoints)
-        .where(t.checkpoints.c.trial_id == trial_id, t.checkpoints.c.state == "COMPLETED")
-        .order_by(t.checkpoints.c.steps_completed.desc(), t.checkpoints.c.report_time.desc())
-        .limit(1)
-    ).mappings().first()
-
-
-def latest_checkpoint(conn, trial_id: int):
+def latest_checkpoint(conn: Conn, trial_id: int) -> Row | None:
     """The checkpoint a new run of this trial starts from: its own latest, else the one it was created from."""
-    own = _latest_own(conn, trial_id)
+    own = checkpoint_rows.latest_completed_of_trial(conn, trial_id)
     if own is not None:
         return own
-    trial = conn.execute(sa.select(t.trials).where(t.trials.c.id == trial_id)).mappings().first()
+    trial = trial_rows.find(conn, trial_id)
     if trial is None:
         return None
     if trial["source_checkpoint_uuid"]:
-        return conn.execute(sa.select(t.checkpoints).where(
-            t.checkpoints.c.uuid == trial["source_checkpoint_uuid"], t.checkpoints.c.state == "COMPLETED")
-        ).mappings().first()
+        return checkpoint_rows.completed(conn, trial["source_checkpoint_uuid"])
     if trial["source_request_id"]:
-        source = conn.execute(sa.select(t.trials.c.id).where(
-            t.trials.c.experiment_id == trial["experiment_id"],
-            t.trials.c.request_id == trial["source_request_id"])).scalar()
-        return _latest_own(conn, source) if source is not None else None
+        source = trial_rows.id_by_request_id(conn, trial["experiment_id"], trial["source_request_id"])
+        return checkpoint_rows.latest_completed_of_trial(conn, source) if source is not None else None
     return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 
 from stalwart.api.errors import NotFoundError
@@ -32,3 +34,45 @@ def of_trial(conn: Conn, trial_id: int) -> list[Row]:
     return list(conn.execute(
         sa.select(t.checkpoints).where(t.checkpoints.c.trial_id == trial_id).order_by(t.checkpoints.c.steps_completed)
     ).mappings().all())
+
+
+def find(conn: Conn, uuid: str) -> Row | None:
+    """One checkpoint by uuid, or None."""
+    return conn.execute(sa.select(t.checkpoints).where(t.checkpoints.c.uuid == uuid)).mappings().first()
+
+
+def exists(conn: Conn, uuid: str) -> bool:
+    """Whether a checkpoint with this uuid is registered."""
+    return conn.execute(sa.select(t.checkpoints.c.uuid).where(t.checkpoints.c.uuid == uuid)).first() is not None
+
+
+def insert(conn: Conn, row: dict[str, Any]) -> None:
+    """Register a checkpoint: `row` holds every column (uuid, trial_id, allocation_id, steps_completed, ...)."""
+    conn.execute(t.checkpoints.insert().values(**row))
+
+
+def latest_completed_of_trial(conn: Conn, trial_id: int) -> Row | None:
+    """The trial's own COMPLETED checkpoint with the most steps (the newest among equals), or None."""
+    return conn.execute(
+        sa.select(t.checkpoints)
+        .where(t.checkpoints.c.trial_id == trial_id, t.checkpoints.c.state == "COMPLETED")
+        .order_by(t.checkpoints.c.steps_completed.desc(), t.checkpoints.c.report_time.desc())
+        .limit(1)
+    ).mappings().first()
+
+
+def completed(conn: Conn, uuid: str) -> Row | None:
+    """The checkpoint with this uuid if it is COMPLETED (its files are there), else None."""
+    return conn.execute(sa.select(t.checkpoints).where(
+        t.checkpoints.c.uuid == uuid, t.checkpoints.c.state == "COMPLETED")).mappings().first()
+
+
+def completed_of_trials(conn: Conn, trial_ids: list[int]) -> list[Row]:
+    """The COMPLETED checkpoints of these trials (what checkpoint GC may keep or delete)."""
+    return list(conn.execute(sa.select(t.checkpoints).where(
+        t.checkpoints.c.trial_id.in_(trial_ids), t.checkpoints.c.state == "COMPLETED")).mappings().all())
+
+
+def mark_deleted(conn: Conn, uuid: str) -> None:
+    """The checkpoint's files were deleted from storage."""
+    conn.execute(t.checkpoints.update().where(t.checkpoints.c.uuid == uuid).values(state="DELETED"))

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import sqlalchemy as sa
 
 from stalwart.api.errors import NotFoundError
 
-Row = Mapping[str, Any]
+Row = sa.RowMapping
 Conn = sa.Connection
 
 

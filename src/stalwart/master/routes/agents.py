@@ -3,87 +3,86 @@
 from __future__ import annotations
 
 import json
+from typing import Annotated, Any
 
-import sqlalchemy as sa
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from stalwart.api.errors import InvalidRequest
-from stalwart.api.states import AllocationState as A
-from stalwart.db import tables as t
+from stalwart.api.models.agents import DisableAgent, RegisterAgent
 from stalwart.master import views
-from stalwart.master.allocations import containers
-from stalwart.master.auth import tokens
 from stalwart.master.cluster import agents
-from stalwart.master.log_rows import body_rows
+from stalwart.master.log_rows import Row as LogRow, body_rows
 from stalwart.master.logs import store_rows
-from stalwart.master.routes.common import agent_only, body, master
+from stalwart.master.queries import agents as agent_rows, containers as container_rows
+from stalwart.master.routes.common import master
+from stalwart.master.routes.contract import route
 from stalwart.master.service import now
 
 router = APIRouter(prefix="/api/v1", tags=["agents"])
 
+AgentPath = Annotated[str, Path(min_length=1, max_length=255, description="an agent id")]
+PollSeconds = Annotated[float, Query(ge=0, le=3600, allow_inf_nan=False,
+                                     description="seconds to wait for news before answering (capped at 60)")]
+Known = Annotated[list[str] | None, Query(description="allocations the agent already handles")]
 
-@router.post("/agents")
-async def register(request: Request) -> dict:
-    m = agent_only(request)
-    return agents.register(m, await body(request), request.client.host if request.client else None)
+
+@route(router, "POST", "/agents")
+async def register(request: Request, payload: RegisterAgent) -> dict[str, Any]:
+    return agents.register(master(request), payload.model_dump(), request.client.host if request.client else None)
 
 
-@router.get("/agents/{agent_id}/actions")
-async def actions(request: Request, agent_id: str, timeout: float = 0,
-                  known: list[str] = Query(default=[])) -> dict:
+@route(router, "GET", "/agents/{agent_id}/actions")
+async def actions(request: Request, agent_id: AgentPath, timeout: PollSeconds = 0,
+                  known: Known = None) -> dict[str, Any]:
     """Long-poll (also the agent's heartbeat): allocations to start and to kill.
 
     `known` lists the allocations the agent already handles; it returns early only for news.
     """
-    m = agent_only(request)
+    m = master(request)
     agents.touch(m, agent_id)
-    out = agents.pending_actions(m, agent_id, set(known))
+    handled = set(known or ())
+    out = agents.pending_actions(m, agent_id, handled)
     if not out["start"] and not out["kill"] and timeout > 0:
         # answer well within agent_timeout: each poll is the agent's heartbeat, and its lease (agent/fencing.py)
         # must outlast a master restart counted from the last poll sent
         await m.signals.wait(f"agent:{agent_id}", min(timeout, 60, m.settings.agent_timeout_s / 6))
-        out = agents.pending_actions(m, agent_id, set(known))
+        out = agents.pending_actions(m, agent_id, handled)
     return out
 
 
-@router.get("/agents")
-async def list_agents(request: Request) -> dict:
+@route(router, "GET", "/agents")
+async def list_agents(request: Request) -> dict[str, Any]:
     m = master(request)
     with m.db.begin() as conn:
-        rows = conn.execute(sa.select(t.agents).order_by(t.agents.c.id)).mappings().all()
-        used = containers.used_slots(conn)
+        rows = agent_rows.in_id_order(conn)
+        used = container_rows.used_slots(conn)
     return {"agents": [views.agent(r, len(used.get(r["id"], ()))) for r in rows]}
 
 
-@router.post("/agents/{agent_id}/enable")
-async def enable(request: Request, agent_id: str) -> dict:
+@route(router, "POST", "/agents/{agent_id}/enable")
+async def enable(request: Request, agent_id: AgentPath) -> dict[str, Any]:
     return {"agent": agents.set_enabled(master(request), agent_id, True)}
 
 
-@router.post("/agents/{agent_id}/disable")
-async def disable(request: Request, agent_id: str) -> dict:
-    """Body: {"drain": bool}. Draining lets running tasks finish; otherwise they are preempted or killed."""
-    data = await body(request)
-    return {"agent": agents.set_enabled(master(request), agent_id, False, bool(data.get("drain", False)))}
+@route(router, "POST", "/agents/{agent_id}/disable")
+async def disable(request: Request, agent_id: AgentPath, payload: DisableAgent) -> dict[str, Any]:
+    """Draining (`drain`) lets running tasks finish; otherwise ({} too) they are preempted or killed."""
+    return {"agent": agents.set_enabled(master(request), agent_id, False, payload.drain)}
 
 
-@router.get("/slots")
-async def list_slots(request: Request) -> dict:
+@route(router, "GET", "/slots")
+async def list_slots(request: Request) -> dict[str, Any]:
     """Every slot of every agent, with the allocation (and task) using it."""
     m = master(request)
     with m.db.begin() as conn:
-        rows = conn.execute(sa.select(t.agents).order_by(t.agents.c.id)).mappings().all()
-        holders = {}
-        for c in conn.execute(
-            sa.select(t.allocation_containers, t.allocations.c.trial_id, t.allocations.c.command_id)
-            .join(t.allocations, t.allocations.c.id == t.allocation_containers.c.allocation_id)
-            .where(t.allocation_containers.c.state != A.TERMINATED.value)
-        ).mappings():
-            task = f"command-{c['command_id']}" if c["command_id"] is not None else f"trial-{c['trial_id']}"
+        rows = agent_rows.in_id_order(conn)
+        holders: dict[tuple[str, int], tuple[str | None, str | None]] = {}
+        for c in container_rows.live_with_tasks(conn):
+            task_id = f"command-{c['command_id']}" if c["command_id"] is not None else f"trial-{c['trial_id']}"
             for i in c["slot_ids"] or []:
-                holders[(c["agent_id"], i)] = (c["allocation_id"], task)
-    slots = []
+                holders[(c["agent_id"], i)] = (c["allocation_id"], task_id)
+    slots: list[dict[str, Any]] = []
     for a in rows:
         for i in range(a["slots"]):
             alloc, task = holders.get((a["id"], i), (None, None))
@@ -93,22 +92,19 @@ async def list_slots(request: Request) -> dict:
     return {"slots": slots}
 
 
-@router.post("/task/logs")
-async def task_logs(request: Request) -> dict:
-    """Body: {"logs": [{log, timestamp, stdtype, trial_id, allocation_id, ...}]} and/or (what agents send)
-    {"runs": [{allocation_id, trial_id, agent_id, rank_id, stdtype, source, level, lines: [[timestamp, text]]}]},
+@route(router, "POST", "/task/logs", parses_body=True)
+async def task_logs(request: Request) -> dict[str, Any]:
+    """Body (`TaskLogs`): {"logs": [{log, timestamp, stdtype, trial_id, allocation_id, ...}]} and/or (what agents
+    send) {"runs": [{allocation_id, trial_id, agent_id, rank_id, stdtype, source, level, lines: [[timestamp, text]]}]},
     from an agent (cluster token) or a trial (allocation token: the lines are filed under its allocation).
 
-    The body is parsed and checked in a worker thread; the rows go in with one transaction per batch: from the
-    worker thread on PostgreSQL, on the event loop on SQLite. SQLite has one writer at a time, and a writer on
-    another thread inserting batch after batch starves the loop's own writes (they wait in SQLite's busy
-    handler, holding up the loop: over a second measured); an agent's batch takes tens of ms to insert."""
+    The body is parsed and checked in a worker thread (master/log_rows.py, which accepts what `TaskLogs` accepts,
+    faster); the rows go in with one transaction per batch: from the worker thread on PostgreSQL, on the event loop
+    on SQLite. SQLite has one writer at a time, and a writer on another thread inserting batch after batch starves
+    the loop's own writes (they wait in SQLite's busy handler, holding up the loop: over a second measured); an
+    agent's batch takes tens of ms to insert."""
     m = master(request)
-    allocation_id = None
-    if request.headers.get(tokens.ALLOCATION_HEADER):
-        allocation_id = tokens.require_allocation(request, m.secret)
-    else:
-        tokens.require_cluster_token(request, m.cluster_token)
+    allocation_id: str | None = request.state.allocation_id
     rows = await run_in_threadpool(_rows, await request.body())
     if m.db.is_sqlite:
         n = store_rows(m.db, rows, allocation_id)
@@ -117,11 +113,13 @@ async def task_logs(request: Request) -> dict:
     return {"accepted": n}
 
 
-def _rows(raw: bytes) -> list[tuple]:
+def _rows(raw: bytes) -> list[LogRow]:
     try:
         data = json.loads(raw) if raw else {}
     except ValueError as err:
         raise InvalidRequest(f"request body is not valid JSON: {err}") from None
+    except RecursionError:
+        raise InvalidRequest("request body is nested too deeply to parse") from None
     if not isinstance(data, dict):
-        raise InvalidRequest('request body must be a JSON object: {"logs": [...]}')
+        raise InvalidRequest('request body must be a JSON object: {"logs": [...]} or {"runs": [...]}')
     return body_rows(data, now())

@@ -3,75 +3,67 @@
 from __future__ import annotations
 
 import base64
+from typing import Annotated, Any
 
-import sqlalchemy as sa
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Query, Request
 
 from stalwart.api.errors import ForbiddenError, NotFoundError
-from stalwart.db import tables as t
+from stalwart.api.models.allocations import Exited, Started
 from stalwart.master.allocations import lifecycle
 from stalwart.master.experiments import intake
-from stalwart.master.routes.common import agent_only, allocation_of, body
+from stalwart.master.queries import allocations as allocation_rows
+from stalwart.master.routes.common import master
+from stalwart.master.routes.contract import route
+from stalwart.master.service import Master
 
 router = APIRouter(prefix="/api/v1/allocations", tags=["allocations"])
 
+AllocationPath = Annotated[str, Path(min_length=1, max_length=64, description="an allocation id")]
+WaitSeconds = Annotated[float, Query(ge=0, le=3600, allow_inf_nan=False,
+                                     description="seconds to wait for a preemption before answering (capped at 60)")]
 
-def _own(request: Request, allocation_id: str):
-    m, caller = allocation_of(request)
-    if caller != allocation_id:
+
+def _own(request: Request, allocation_id: str) -> Master:
+    """The master, once the caller's allocation token is this allocation's (the route checked the token)."""
+    if request.state.allocation_id != allocation_id:
         raise ForbiddenError(f"this allocation token is not for allocation {allocation_id}")
-    return m
+    return master(request)
 
 
-@router.get("/{allocation_id}/signals/preemption")
-async def preemption(request: Request, allocation_id: str, timeout_seconds: float = 0) -> dict:
+@route(router, "GET", "/{allocation_id}/signals/preemption")
+async def preemption(request: Request, allocation_id: AllocationPath, timeout_seconds: WaitSeconds = 0
+                     ) -> dict[str, Any]:
     m = _own(request, allocation_id)
     if intake.preemption_requested(m, allocation_id):
         return {"preempt": True}
-    await m.signals.wait(f"preempt:{allocation_id}", min(max(timeout_seconds, 0), 60))
+    await m.signals.wait(f"preempt:{allocation_id}", min(timeout_seconds, 60))
     return {"preempt": intake.preemption_requested(m, allocation_id)}
 
 
-@router.post("/{allocation_id}/signals/ack_preemption")
-async def ack_preemption(request: Request, allocation_id: str) -> dict:
+@route(router, "POST", "/{allocation_id}/signals/ack_preemption")
+async def ack_preemption(request: Request, allocation_id: AllocationPath) -> dict[str, Any]:
     intake.ack_preemption(_own(request, allocation_id), allocation_id)
     return {}
 
 
-@router.get("/{allocation_id}/context")
-async def context(request: Request, allocation_id: str) -> dict:
-    m = agent_only(request)
+@route(router, "GET", "/{allocation_id}/context")
+async def context(request: Request, allocation_id: AllocationPath) -> dict[str, Any]:
+    m = master(request)
     with m.db.begin() as conn:
-        archive = conn.execute(
-            sa.select(t.contexts.c.archive)
-            .join(t.trials, t.trials.c.experiment_id == t.contexts.c.experiment_id)
-            .join(t.allocations, t.allocations.c.trial_id == t.trials.c.id)
-            .where(t.allocations.c.id == allocation_id)
-        ).scalar()
-        if archive is None:
-            archive = conn.execute(
-                sa.select(t.commands.c.archive)
-                .join(t.allocations, t.allocations.c.command_id == t.commands.c.id)
-                .where(t.allocations.c.id == allocation_id)
-            ).scalar()
+        archive = allocation_rows.context_archive(conn, allocation_id)
     if archive is None:
         raise NotFoundError(f"no context for allocation {allocation_id}")
     return {"b64Tgz": base64.b64encode(archive).decode()}
 
 
-@router.post("/{allocation_id}/started")
-async def started(request: Request, allocation_id: str) -> dict:
-    m = agent_only(request)
-    data = await body(request)
-    return lifecycle.mark_started(m, str(data.get("agent_id")), allocation_id, data.get("pid"))
+@route(router, "POST", "/{allocation_id}/started")
+async def started(request: Request, allocation_id: AllocationPath, payload: Started) -> dict[str, Any]:
+    return lifecycle.mark_started(master(request), payload.agent_id, allocation_id, payload.pid)
 
 
-@router.post("/{allocation_id}/exited")
-async def exited(request: Request, allocation_id: str) -> dict:
-    m = agent_only(request)
-    data = await body(request)
-    code = data.get("exit_code")
-    lifecycle.mark_exited(m, str(data.get("agent_id")), allocation_id, code if isinstance(code, int) else None,
-                       agent_lost=data.get("agent_lost") is True)
+@route(router, "POST", "/{allocation_id}/exited")
+async def exited(request: Request, allocation_id: AllocationPath, payload: Exited) -> dict[str, Any]:
+    m = master(request)
+    lifecycle.mark_exited(m, payload.agent_id, allocation_id, payload.exit_code, agent_lost=payload.agent_lost)
     m.wake_scheduler()
     return {}

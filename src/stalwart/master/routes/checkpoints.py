@@ -2,52 +2,63 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
+import pathlib
 import tarfile
+import tempfile
+from typing import Annotated, Any
 
-import sqlalchemy as sa
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 
 from stalwart.api.errors import NotFoundError
-from stalwart.db import tables as t
+from stalwart.api.models.checkpoints import RegisterCheckpoint
 from stalwart.master import views
 from stalwart.master.experiments import intake
-from stalwart.master.routes.common import allocation_of, body, master
+from stalwart.master.queries import checkpoints as checkpoint_rows
+from stalwart.master.routes.common import master
+from stalwart.master.routes.contract import route
 from stalwart.storage import make_storage
 
 router = APIRouter(prefix="/api/v1/checkpoints", tags=["checkpoints"])
 
+UuidPath = Annotated[str, Path(max_length=64, description="a checkpoint uuid")]
 
-@router.post("")
-async def report(request: Request) -> dict:
-    m, allocation_id = allocation_of(request)
-    row = intake.register_checkpoint(m, allocation_id, await body(request))
+
+@route(router, "POST")
+async def report(request: Request, payload: RegisterCheckpoint) -> dict[str, Any]:
+    """A checkpoint the calling trial has written to storage (its allocation token was checked by `route`)."""
+    row = intake.register_checkpoint(master(request), str(request.state.allocation_id), payload.model_dump())
     return {"checkpoint": views.checkpoint(row)}
 
 
-def _get(request: Request, uuid: str) -> dict:
+def _get(request: Request, uuid: str) -> dict[str, Any]:
     m = master(request)
     with m.db.begin() as conn:
-        row = conn.execute(sa.select(t.checkpoints).where(t.checkpoints.c.uuid == uuid)).mappings().first()
-    if row is None:
-        raise NotFoundError(f"checkpoint {uuid} not found")
+        row = checkpoint_rows.get(conn, uuid)
     return views.checkpoint(row)
 
 
-@router.get("/{uuid}")
-async def describe(request: Request, uuid: str) -> dict:
+@route(router, "GET", "/{uuid}")
+async def describe(request: Request, uuid: UuidPath) -> dict[str, Any]:
     return {"checkpoint": _get(request, uuid)}
 
 
-@router.get("/{uuid}/download")
-async def download(request: Request, uuid: str) -> Response:
+@route(router, "GET", "/{uuid}/download")
+async def download(request: Request, uuid: UuidPath) -> Response:
     """The checkpoint's files as a .tgz, read by the master from checkpoint storage."""
     ckpt = _get(request, uuid)
     if ckpt["state"] != "COMPLETED":
         raise NotFoundError(f"checkpoint {uuid} is {ckpt['state']}; its files are gone")
-    storage = make_storage(ckpt["storage"])
+    return Response(await asyncio.to_thread(_pack, ckpt["storage"], uuid), media_type="application/gzip")
+
+
+def _pack(storage_config: dict[str, Any], uuid: str) -> bytes:
+    """The checkpoint's files as .tgz bytes (read from storage into a scratch directory when it is not local)."""
+    storage = make_storage(storage_config)
     buf = io.BytesIO()
-    with storage.restore_path(uuid) as path, tarfile.open(fileobj=buf, mode="w:gz") as tar:
+    with tempfile.TemporaryDirectory(prefix="stalwart-download-") as scratch, \
+            storage.restore_path(uuid, pathlib.Path(scratch)) as path, tarfile.open(fileobj=buf, mode="w:gz") as tar:
         tar.add(path, arcname=".")
-    return Response(buf.getvalue(), media_type="application/gzip")
+    return buf.getvalue()

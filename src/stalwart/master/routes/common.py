@@ -12,7 +12,6 @@ from stalwart.api.models.common import MAX_ID
 from stalwart.master.auth import tokens
 from stalwart.master.service import Master
 
-
 IdPath = Annotated[int, Path(ge=0, le=MAX_ID, description="a database id (64-bit)")]
 """A path id: out of a signed 64-bit column's range is a 400, not a database overflow."""
 Offset = Annotated[int, Query(ge=0, le=MAX_ID, description="rows to skip")]

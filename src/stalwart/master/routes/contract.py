@@ -12,7 +12,8 @@ cluster routes need the cluster token, allocation routes an allocation token (it
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from fastapi import APIRouter, Depends, FastAPI, Request
@@ -20,7 +21,7 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 
 from stalwart.api.auth_kinds import AuthKind
-from stalwart.api.routes_table import BY_KEY, JSON, RouteSpec, lookup
+from stalwart.api.routes_table import BY_KEY, HTML, JSON, RouteSpec, lookup
 from stalwart.master.auth import tokens
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,6 +33,7 @@ ERROR_DESCRIPTIONS = {
     404: "not found",
     409: "the object cannot do this in its current state",
     413: "request body over limits.max_request_body",
+    503: "not ready yet (the metrics index is still being built): ask again shortly",
     500: "unexpected master error (the connection stays usable)",
 }
 
@@ -50,15 +52,15 @@ def _master_of(request: Request) -> Any:
     return request.app.state.master
 
 
-def require_cluster(request: Request) -> None:
+async def require_cluster(request: Request) -> None:
     tokens.require_cluster_token(request, _master_of(request).cluster_token)
 
 
-def require_allocation(request: Request) -> None:
+async def require_allocation(request: Request) -> None:
     request.state.allocation_id = tokens.require_allocation(request, _master_of(request).secret)
 
 
-def require_cluster_or_allocation(request: Request) -> None:
+async def require_cluster_or_allocation(request: Request) -> None:
     """Agents ship task logs with the cluster token; a trial ships its own with its allocation token."""
     m = _master_of(request)
     if request.headers.get(tokens.ALLOCATION_HEADER):
@@ -68,7 +70,8 @@ def require_cluster_or_allocation(request: Request) -> None:
         request.state.allocation_id = None
 
 
-def _auth_dependency(spec: RouteSpec) -> Callable[[Request], None] | None:
+def _auth_dependency(spec: RouteSpec) -> Callable[[Request], Awaitable[None]] | None:
+    # async: a token check is a few microseconds of CPU; a sync dependency would cost a thread hop per call
     kinds = {spec.auth, *spec.also_auth}
     if kinds == {AuthKind.CLUSTER, AuthKind.ALLOCATION}:
         return require_cluster_or_allocation
@@ -130,19 +133,23 @@ def _add_schema(schemas: dict[str, Any], model: type[BaseModel]) -> dict[str, st
     return {"$ref": f"#/components/schemas/{model.__name__}"}
 
 
+_BY_DOCUMENTED_KEY = {(m, re.sub(r"\{(\w+):\w+\}", r"{\1}", p)): spec for (m, p), spec in BY_KEY.items()}
+"""The table by the paths the document shows: `{path:path}` is documented as `{path}`."""
+
+
 def openapi_document(app: FastAPI) -> dict[str, Any]:
     """The app's OpenAPI document with the route table's auth kinds and content types filled in."""
     if app.openapi_schema:
         return app.openapi_schema
-    doc = get_openapi(title=app.title, version=app.version, routes=app.routes,
-                      description="The Stalwart master's REST API. Each operation's `x-auth-kind` says who may call it.")
+    about = "The Stalwart master's REST API. Each operation's `x-auth-kind` says who may call it."
+    doc = get_openapi(title=app.title, version=app.version, routes=app.routes, description=about)
     doc.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
     schemas = doc["components"].setdefault("schemas", {})
     for model in _DOCUMENTED_ONLY:
         _add_schema(schemas, model)
     for path, operations in doc.get("paths", {}).items():
         for method, op in operations.items():
-            spec = BY_KEY.get((method.upper(), path))
+            spec = _BY_DOCUMENTED_KEY.get((method.upper(), path))
             if spec is None:
                 continue
             kinds = (spec.auth, *spec.also_auth)
@@ -158,6 +165,12 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
                 elif spec.content_type not in ("text/html", "text/event-stream"):
                     schema = {"type": "string", "format": "binary"}
                 ok["content"] = {spec.content_type: {"schema": schema}}
+            if spec.content_type == HTML:  # a page's errors are pages too (ui/pages.error_page)
+                for code, answer in op.get("responses", {}).items():
+                    if code != "200":
+                        answer["content"] = {HTML: {"schema": {"type": "string"}}}
+            for other in spec.also_content if ok is not None else ():
+                ok.setdefault("content", {})[other] = {"schema": {"type": "string", "format": "binary"}}
     for unused in ("HTTPValidationError", "ValidationError"):
         doc["components"].get("schemas", {}).pop(unused, None)
     app.openapi_schema = doc

@@ -12,9 +12,7 @@ from stalwart.api.errors import InvalidRequest, NotFoundError
 from stalwart.api.models.experiments import CreateExperiment
 from stalwart.master import offload, views
 from stalwart.master.experiments import experiments
-from stalwart.master.queries import checkpoints as checkpoint_rows
-from stalwart.master.queries import experiments as experiment_rows
-from stalwart.master.queries import trials as trial_rows
+from stalwart.master.queries import checkpoints as checkpoint_rows, experiments as experiment_rows, trials as trial_rows
 from stalwart.master.routes.common import IdPath, Limit, Offset, master
 from stalwart.master.routes.contract import route
 from stalwart.master.scheduling import fit

@@ -2,76 +2,72 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated, Any
 
-from stalwart.api.errors import InvalidRequest
-from stalwart.master.routes.common import body, master
+from fastapi import APIRouter, Path, Query, Request
+
+from stalwart.api.models.jobs import MoveJob, SetPool, SetPriority, SetWeight, UpdateJob
+from stalwart.master.routes.common import IdPath, master
+from stalwart.master.routes.contract import route
 from stalwart.master.scheduling import jobs
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])
 
+JobPath = Annotated[str, Path(min_length=1, max_length=64, description="a job id")]
+PoolQuery = Annotated[str | None, Query(max_length=255, description="only the jobs of this resource pool")]
 
-@router.get("/jobs")
-async def list_jobs(request: Request, resource_pool: str | None = None) -> dict:
+
+@route(router, "GET", "/jobs")
+async def list_jobs(request: Request, resource_pool: PoolQuery = None) -> dict[str, Any]:
     return {"jobs": jobs.list_jobs(master(request), resource_pool)}
 
 
-@router.get("/jobs/{job_id}")
-async def get_job(request: Request, job_id: str) -> dict:
+@route(router, "GET", "/jobs/{job_id}")
+async def get_job(request: Request, job_id: JobPath) -> dict[str, Any]:
     return {"job": jobs.get_job(master(request), job_id)}
 
 
-@router.post("/jobs/{job_id}/priority")
-async def set_priority(request: Request, job_id: str) -> dict:
-    data = await body(request)
-    if "priority" not in data:
-        raise InvalidRequest("priority: required, an integer from 1 (most urgent) to 99")
-    return {"job": jobs.update_job(master(request), job_id, {"priority": data["priority"]})}
+@route(router, "POST", "/jobs/{job_id}/priority")
+async def set_priority(request: Request, job_id: JobPath, payload: SetPriority) -> dict[str, Any]:
+    return {"job": jobs.update_job(master(request), job_id, {"priority": payload.priority})}
 
 
-@router.post("/jobs/{job_id}/weight")
-async def set_weight(request: Request, job_id: str) -> dict:
-    data = await body(request)
-    if "weight" not in data:
-        raise InvalidRequest("weight: required, a number > 0")
-    return {"job": jobs.update_job(master(request), job_id, {"weight": data["weight"]})}
+@route(router, "POST", "/jobs/{job_id}/weight")
+async def set_weight(request: Request, job_id: JobPath, payload: SetWeight) -> dict[str, Any]:
+    return {"job": jobs.update_job(master(request), job_id, {"weight": payload.weight})}
 
 
-@router.post("/jobs/{job_id}/resource_pool")
-async def set_pool(request: Request, job_id: str) -> dict:
-    data = await body(request)
-    if "resource_pool" not in data:
-        raise InvalidRequest("resource_pool: required, a pool name")
-    return {"job": jobs.update_job(master(request), job_id, {"resource_pool": data["resource_pool"]})}
+@route(router, "POST", "/jobs/{job_id}/resource_pool")
+async def set_pool(request: Request, job_id: JobPath, payload: SetPool) -> dict[str, Any]:
+    return {"job": jobs.update_job(master(request), job_id, {"resource_pool": payload.resource_pool})}
 
 
-@router.patch("/jobs/{job_id}")
-async def update(request: Request, job_id: str) -> dict:
-    """Body: any of {priority, weight, max_slots, resource_pool}."""
-    return {"job": jobs.update_job(master(request), job_id, await body(request))}
+@route(router, "PATCH", "/jobs/{job_id}")
+async def update(request: Request, job_id: JobPath, payload: UpdateJob) -> dict[str, Any]:
+    """Any of {priority, weight, max_slots, resource_pool}; the fields left out stay as they are."""
+    return {"job": jobs.update_job(master(request), job_id, payload.model_dump(exclude_unset=True))}
 
 
-@router.post("/jobs/{job_id}/move")
-async def move(request: Request, job_id: str) -> dict:
-    """Body: {"ahead_of": JOB_ID} or {"behind_of": JOB_ID}."""
-    data = await body(request)
-    return {"jobs": jobs.move_job(master(request), job_id, data.get("ahead_of"), data.get("behind_of"))}
+@route(router, "POST", "/jobs/{job_id}/move")
+async def move(request: Request, job_id: JobPath, payload: MoveJob) -> dict[str, Any]:
+    """{"ahead_of": JOB_ID} or {"behind_of": JOB_ID}."""
+    return {"jobs": jobs.move_job(master(request), job_id, payload.ahead_of, payload.behind_of)}
 
 
-async def _entity_job(request: Request, kind: str, entity_id: int) -> dict:
+def _entity_job(request: Request, kind: str, entity_id: int, payload: UpdateJob) -> dict[str, Any]:
     m = master(request)
     with m.db.begin() as conn:
         job_id = jobs.job_of(conn, kind, entity_id)["id"]
-    return {"job": jobs.update_job(m, job_id, await body(request))}
+    return {"job": jobs.update_job(m, job_id, payload.model_dump(exclude_unset=True))}
 
 
-@router.patch("/experiments/{exp_id}/job")
-async def update_experiment_job(request: Request, exp_id: int) -> dict:
-    """`e set priority|weight|max-slots`: body {priority | weight | max_slots}."""
-    return await _entity_job(request, jobs.EXPERIMENT, exp_id)
+@route(router, "PATCH", "/experiments/{exp_id}/job")
+async def update_experiment_job(request: Request, exp_id: IdPath, payload: UpdateJob) -> dict[str, Any]:
+    """`e set priority|weight|max-slots`: {priority | weight | max_slots}."""
+    return _entity_job(request, jobs.EXPERIMENT, exp_id, payload)
 
 
-@router.patch("/commands/{cmd_id}/job")
-async def update_command_job(request: Request, cmd_id: int) -> dict:
-    """`cmd set priority`: body {priority}."""
-    return await _entity_job(request, jobs.COMMAND, cmd_id)
+@route(router, "PATCH", "/commands/{cmd_id}/job")
+async def update_command_job(request: Request, cmd_id: IdPath, payload: UpdateJob) -> dict[str, Any]:
+    """`cmd set priority`: {priority}."""
+    return _entity_job(request, jobs.COMMAND, cmd_id, payload)

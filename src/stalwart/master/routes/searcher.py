@@ -3,26 +3,27 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from fastapi import APIRouter, Request
 
 from stalwart.api.errors import InvalidRequest
+from stalwart.api.models.searcher import PreviewRequest
 from stalwart.config import load_experiment_config
-from stalwart.master.routes.common import body, master
+from stalwart.master.routes.common import master
+from stalwart.master.routes.contract import route
 from stalwart.searcher.simulate import preview
 
 router = APIRouter(prefix="/api/v1/searcher", tags=["searcher"])
 
 
-@router.post("/preview")
-async def preview_search(request: Request) -> dict:
+@route(router, "POST", "/preview")
+async def preview_search(request: Request, payload: PreviewRequest) -> dict[str, Any]:
     """Body: {config: YAML text}. The config is validated exactly as `experiment create` would."""
     m = master(request)
-    data = await body(request)
-    text = data.get("config")
-    if not isinstance(text, str) or not text.strip():
+    if not payload.config.strip():
         raise InvalidRequest("config: required, the experiment config as YAML text")
     expanded = load_experiment_config(
-        text, master_defaults={"checkpoint_storage": m.settings.default_checkpoint_storage()})
+        payload.config, master_defaults={"checkpoint_storage": m.settings.default_checkpoint_storage()})
     result = preview(expanded.config)
     return {"preview": dataclasses.asdict(result), "text": result.text(), "warnings": expanded.warnings}

@@ -9,109 +9,65 @@ import sys
 import threading
 from array import array
 from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
 
-import sqlalchemy as sa
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
-from sqlalchemy.dialects import postgresql
 from starlette.concurrency import run_in_threadpool
 
-from stalwart.api.errors import InvalidRequest, StalwartError
-from stalwart.db import tables as t
+from stalwart.api.errors import InvalidRequest, TryLater
+from stalwart.api.models.common import MAX_ID
+from stalwart.api.models.series import XAxis
 from stalwart.master import downsample
-from stalwart.master.routes.common import master
+from stalwart.master.queries import experiments as experiment_rows, metrics as metric_rows, trials as trial_rows
+from stalwart.master.queries.metrics import Point, metric_names, raw_points
+from stalwart.master.queries.rows import Conn
+from stalwart.master.routes.common import IdPath, master
+from stalwart.master.routes.contract import route
 from stalwart.master.service import Master
 
 router = APIRouter(prefix="/api/v1", tags=["metrics"])
 
-X_AXES = ("batches", "epochs", "time")
 MAX_POINTS = 10_000  # per series per request
 TOTAL_VALUES = 200_000  # per multi-trial request: max_points shrinks as trials grow
 RAW_LIMIT = 300_000  # a multi-trial request reads raw rows up to this many, else the in-memory summaries
 
 
-def _check(x: str, max_points: int) -> None:
-    if x not in X_AXES:
-        raise InvalidRequest(f"x: expected one of {', '.join(X_AXES)}, got {x!r}")
-    if not 4 <= max_points <= MAX_POINTS:
-        raise InvalidRequest(f"max_points: expected 4..{MAX_POINTS}, got {max_points}")
+Group = Annotated[str, Query(min_length=1, max_length=64, description="the metric group (validation, training...)")]
+Metric = Annotated[str | None, Query(max_length=256, description="the metric; default: the searcher's, or the first")]
+TrialIds = Annotated[str | None, Query(max_length=8000, pattern=r"^[0-9, ]*$",
+                                       description="comma-separated trial ids (about 400 at most: URLs stay short)")]
+XBound = Annotated[float | None, Query(allow_inf_nan=False, description="the x range to show (default: all of it)")]
+MaxPoints = Annotated[int, Query(ge=4, le=MAX_POINTS, description="the most points per series")]
+
+Index = Any
+"""The UI's metrics index (ui/metrics_index.MetricsIndex) when the app has one, else None."""
+Key = tuple[Any, ...]
+Body = dict[str, Any]
 
 
-def _value(conn, metric: str):
-    """SQL for the numeric value of `metric` in the JSON column (None when missing or not a number)."""
-    col = t.metrics.c.metrics
-    if conn.dialect.name == "postgresql":
-        el = sa.type_coerce(col, postgresql.JSONB)[metric]
-        return sa.case((sa.func.jsonb_typeof(el) == "number", sa.cast(el.astext, sa.Float)))
-    if '"' in metric or "\\" in metric:
+def _check_range(x_min: float | None, x_max: float | None) -> None:
+    """An x range the grid can be computed over: its width must be a finite number."""
+    if x_min is not None and x_max is not None and not math.isfinite(x_max - x_min):
+        raise InvalidRequest(f"x_min..x_max: the range {x_min}..{x_max} is too wide to divide into buckets")
+
+
+def _trial_ids(text: str | None) -> list[int] | None:
+    """`trial_ids` (comma-separated ids) as a list; None when not given."""
+    if not text:
         return None
-    return sa.func.json_extract(col, f'$."{metric}"')
-
-
-def raw_points(conn, trial_ids: list[int], group: str, metric: str, lo_steps=None, hi_steps=None) -> dict:
-    """{trial_id: [(steps, report_time, value)]} sorted by steps, read through the (trial, group, steps) index."""
-    out: dict[int, list] = {tid: [] for tid in trial_ids}
-    if conn.dialect.name == "sqlite" and '"' not in metric and "\\" not in metric:
-        return _raw_points_sqlite(conn, trial_ids, group, metric, lo_steps, hi_steps, out)
-    m = t.metrics.c
-    value = _value(conn, metric)
-    cols = [m.trial_id, m.steps_completed, m.report_time, value if value is not None else m.metrics]
-    q = sa.select(*cols).where(m.trial_id.in_(trial_ids), m.group_name == group)
-    if lo_steps is not None:
-        q = q.where(m.steps_completed >= lo_steps)
-    if hi_steps is not None:
-        q = q.where(m.steps_completed <= hi_steps)
-    for tid, steps, rtime, v in conn.execute(q.order_by(m.trial_id, m.steps_completed)):
-        if value is None:
-            v = v.get(metric) if isinstance(v, dict) else None
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            out[tid].append((steps, rtime, float(v)))
-    return out
-
-
-def _raw_points_sqlite(conn, trial_ids, group, metric, lo_steps, hi_steps, out: dict) -> dict:
-    """The same through the sqlite3 cursor: SQLAlchemy's per-row cost is a fifth of the time at 100k rows."""
-    one = len(trial_ids) == 1
-    sql = (f"SELECT {'' if one else 'trial_id, '}steps_completed, report_time, json_extract(metrics, ?) FROM metrics "
-           f"WHERE trial_id IN ({','.join('?' * len(trial_ids))}) AND group_name = ?")
-    params: list = [f'$."{metric}"', *trial_ids, group]
-    if lo_steps is not None:
-        sql += " AND steps_completed >= ?"
-        params.append(lo_steps)
-    if hi_steps is not None:
-        sql += " AND steps_completed <= ?"
-        params.append(hi_steps)
-    cur = conn.connection.driver_connection.cursor()
     try:
-        rows = cur.execute(sql + " ORDER BY trial_id, steps_completed", params).fetchall()
-    finally:
-        cur.close()
-    # numbers only (JSON true/false come back as 1/0 and are kept; strings and nulls are dropped)
-    if one:
-        out[trial_ids[0]] = [r for r in rows if r[2].__class__ in _NUMBER]
-        return out
-    for tid, steps, rtime, v in rows:
-        if v.__class__ in _NUMBER:
-            out[tid].append((steps, rtime, v))
-    return out
+        wanted = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise InvalidRequest("trial_ids: expected comma-separated trial ids") from None
+    bad = [v for v in wanted if not 0 <= v <= MAX_ID]
+    if bad:
+        raise InvalidRequest(f"trial_ids: {bad[0]} is not a trial id (0..{MAX_ID})")
+    return wanted
 
 
-_NUMBER = (int, float)
-
-
-def metric_names(conn, trial_id: int, group: str) -> list[str]:
-    """Numeric metric names of a group, from its first and last rows (two index lookups)."""
-    m = t.metrics.c
-    names: set[str] = set()
-    for order in (m.steps_completed.asc(), m.steps_completed.desc()):
-        row = conn.execute(sa.select(m.metrics).where(m.trial_id == trial_id, m.group_name == group)
-                           .order_by(order).limit(1)).scalar()
-        if isinstance(row, dict):
-            names.update(k for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
-    return sorted(names)
-
-
-def epoch_factor(exp_config: dict, hparams: dict) -> float:
+def epoch_factor(exp_config: dict[str, Any], hparams: Any) -> float:
     """Epochs per batch: global_batch_size / records_per_epoch; refuses x=epochs when either is unknown."""
     rpe = exp_config.get("records_per_epoch") or 0
     gbs = hparams.get("global_batch_size") if isinstance(hparams, dict) else None
@@ -121,7 +77,7 @@ def epoch_factor(exp_config: dict, hparams: dict) -> float:
     return float(gbs) / float(rpe)
 
 
-def _xs(points: list, x: str, factor: float) -> list[float]:
+def _xs(points: Sequence[Point], x: str, factor: float) -> list[float]:
     if x == "time":
         return [p[1] for p in points]
     if x == "epochs":
@@ -129,7 +85,8 @@ def _xs(points: list, x: str, factor: float) -> list[float]:
     return [float(p[0]) for p in points]
 
 
-def _steps_range(x: str, factor: float, x_min, x_max) -> tuple:
+def _steps_range(x: str, factor: float, x_min: float | None, x_max: float | None
+                 ) -> tuple[float | None, float | None]:
     if x == "batches":
         return x_min, x_max
     if x == "epochs":
@@ -146,12 +103,12 @@ class ResponseCache:
 
     def __init__(self, max_bytes: int = 64 << 20) -> None:
         self.max_bytes = max_bytes
-        self.items: OrderedDict[tuple, bytes] = OrderedDict()
+        self.items: OrderedDict[Key, bytes] = OrderedDict()
         self.size = 0
         self.lock = threading.Lock()
         self.enabled = os.environ.get("STALWART_UI_SERIES_CACHE", "1") != "0"
 
-    def get(self, key: tuple | None) -> bytes | None:
+    def get(self, key: Key | None) -> bytes | None:
         if key is None or not self.enabled:
             return None
         with self.lock:
@@ -160,7 +117,7 @@ class ResponseCache:
                 self.items.move_to_end(key)
             return body
 
-    def put(self, key: tuple | None, body: bytes) -> bytes:
+    def put(self, key: Key | None, body: bytes) -> bytes:
         if key is None or not self.enabled or len(body) > self.max_bytes // 4:
             return body
         with self.lock:
@@ -179,28 +136,26 @@ def _cache(request: Request) -> ResponseCache:
     return cache
 
 
-def _version(request: Request, trial_ids: list[int] | None, exp_id: int | None = None):
+def _version(request: Request, trial_ids: list[int] | None, exp_id: int | None = None) -> Any:
     idx = getattr(request.app.state, "metrics_index", None)
     if idx is None or not idx.ready:
         return None
     return idx.version(trial_ids if trial_ids is not None else idx.trial_ids(exp_id))
 
 
-class StillIndexing(StalwartError):
-    http_status = 503
-    exit_code = 1
-    kind = "unavailable"
+class StillIndexing(TryLater):
+    """The metrics index is still being built for these trials."""
 
 
-@router.get("/trials/{trial_id}/metrics/series")
-async def trial_series(request: Request, trial_id: int, group: str = "validation", metric: str | None = None,
-                       max_points: int = 2000, x: str = "batches", x_min: float | None = None,
-                       x_max: float | None = None) -> Response:
+@route(router, "GET", "/trials/{trial_id}/metrics/series")
+async def trial_series(request: Request, trial_id: IdPath, group: Group = "validation", metric: Metric = None,
+                       max_points: MaxPoints = 2000, x: XAxis = "batches", x_min: XBound = None,
+                       x_max: XBound = None) -> Response:
     """One series, at most max_points points (M4: first, last, min and max of equal-width x buckets).
 
     A long series shown whole comes from the metrics index when its leaves are as fine as the buckets
     (then M4 runs over each leaf's min and max point; no row is read), else from the rows."""
-    _check(x, max_points)
+    _check_range(x_min, x_max)
     idx = getattr(request.app.state, "metrics_index", None)
     if idx is not None:
         idx.refresh()
@@ -213,7 +168,8 @@ async def trial_series(request: Request, trial_id: int, group: str = "validation
     return Response(body, media_type="application/json")
 
 
-def _from_summary(idx, trial_id: int, group: str, metric: str, n_buckets: int) -> tuple[list, int] | None:
+def _from_summary(idx: Index, trial_id: int, group: str, metric: str, n_buckets: int
+                  ) -> tuple[list[Point], int] | None:
     """(points, raw count) of a whole series from the metrics index, when its leaves are at least as fine as
     the chart's buckets (every leaf's min and max point, at their own x: extremes stay visible); else None."""
     with idx.reading():
@@ -225,19 +181,19 @@ def _from_summary(idx, trial_id: int, group: str, metric: str, n_buckets: int) -
         return [(x, t, y) for x, y, t in s.points()], s.n
 
 
-def _trial_series(m: Master, trial_id: int, group: str, metric: str | None, max_points: int, x: str, x_min, x_max,
-                  idx=None):
+def _trial_series(m: Master, trial_id: int, group: str, metric: str | None, max_points: int, x: str,
+                  x_min: float | None, x_max: float | None, idx: Index = None) -> bytes:
     with m.db.begin() as conn:
-        trial = Master.get_row(conn, t.trials, trial_id, "trial")
+        trial = trial_rows.get(conn, trial_id)
         names = metric_names(conn, trial_id, group)
         metric = metric or (names[0] if names else None)
-        out = {"trial_id": trial_id, "group": group, "metric": metric, "x_axis": x, "metrics": names,
+        out: Body = {"trial_id": trial_id, "group": group, "metric": metric, "x_axis": x, "metrics": names,
                "raw_points": 0, "points": 0, "downsampled": False, "source": "raw", "x": [], "y": []}
         if metric is None:
             return _dumps(out)
         factor = 1.0
         if x == "epochs":
-            exp = Master.get_row(conn, t.experiments, trial["experiment_id"], "experiment")
+            exp = experiment_rows.get(conn, trial["experiment_id"])
             factor = epoch_factor(exp["config"], trial["hparams"])
         lo_s, hi_s = _steps_range(x, factor, x_min, x_max)
         n_buckets = max(1, max_points // 4)
@@ -262,11 +218,12 @@ def _trial_series(m: Master, trial_id: int, group: str, metric: str | None, max_
     return _dumps(out)
 
 
-@router.get("/experiments/{exp_id}/metrics/series")
-async def experiment_series(request: Request, exp_id: int, group: str = "validation", metric: str | None = None,
-                            max_points: int = 1000, x: str = "batches", x_min: float | None = None,
-                            x_max: float | None = None, trial_ids: str | None = None,
-                            format: str = "json") -> Response:
+@route(router, "GET", "/experiments/{exp_id}/metrics/series")
+async def experiment_series(request: Request, exp_id: IdPath, group: Group = "validation", metric: Metric = None,
+                            max_points: MaxPoints = 1000, x: XAxis = "batches", x_min: XBound = None,
+                            x_max: XBound = None,
+                            trial_ids: TrialIds = None,
+                            format: Annotated[Literal["json", "f32"], Query()] = "json") -> Response:
     """All trials (or `trial_ids`, comma-separated) on one shared x grid of max_points slots.
 
     Each trial keeps its min and max point in every bucket, so spikes stay visible. With many trials
@@ -274,16 +231,9 @@ async def experiment_series(request: Request, exp_id: int, group: str = "validat
     same as binary: a little-endian uint32 n, n bytes of JSON (everything but the y values, plus
     `slots`), zero padding to a multiple of 4, then float32 y values trial after trial (NaN = no point).
     """
-    _check(x, max_points)
-    if format not in ("json", "f32"):
-        raise InvalidRequest(f"format: expected json or f32, got {format!r}")
-    wanted = None
-    if trial_ids:
-        try:
-            wanted = [int(v) for v in trial_ids.split(",") if v.strip()]
-        except ValueError:
-            raise InvalidRequest("trial_ids: expected comma-separated trial ids") from None
-    idx = getattr(request.app.state, "metrics_index", None)
+    _check_range(x_min, x_max)
+    wanted = _trial_ids(trial_ids)
+    idx: Index = getattr(request.app.state, "metrics_index", None)
     if idx is not None:
         idx.refresh()
     version = _version(request, wanted, exp_id)
@@ -295,14 +245,11 @@ async def experiment_series(request: Request, exp_id: int, group: str = "validat
     return Response(body, media_type="application/json" if format == "json" else "application/octet-stream")
 
 
-def _experiment_series(m: Master, idx, exp_id: int, group: str, metric: str | None, max_points: int, x: str,
-                       x_min, x_max, wanted: list[int] | None, fmt: str = "json") -> bytes:
+def _experiment_series(m: Master, idx: Index, exp_id: int, group: str, metric: str | None, max_points: int, x: str,
+                       x_min: float | None, x_max: float | None, wanted: list[int] | None, fmt: str = "json") -> bytes:
     with m.db.begin() as conn:
-        exp = Master.get_row(conn, t.experiments, exp_id, "experiment")
-        q = sa.select(t.trials.c.id, t.trials.c.hparams).where(t.trials.c.experiment_id == exp_id)
-        if wanted is not None:
-            q = q.where(t.trials.c.id.in_(wanted))
-        trials = conn.execute(q.order_by(t.trials.c.id)).all()
+        exp = experiment_rows.get(conn, exp_id)
+        trials = trial_rows.hparams_of_experiment(conn, exp_id, wanted)
         ids = [tid for tid, _ in trials]
         if metric is None:
             metric = exp["config"]["searcher"].get("metric") if group == "validation" else None
@@ -318,20 +265,19 @@ def _experiment_series(m: Master, idx, exp_id: int, group: str, metric: str | No
                                   idx.names(ids, group).get(group, []) if idx and idx.ready else None), fmt)
 
 
-def _upper_bound_rows(conn, ids: list[int], group: str) -> int:
+def _upper_bound_rows(conn: Conn, ids: list[int], group: str) -> int:
     """An upper bound of the rows of these trials in `group` (steps are unique per trial): index seeks only."""
-    m = t.metrics.c
     total = 0
     for tid in ids:
-        top = conn.execute(sa.select(sa.func.max(m.steps_completed)).where(m.trial_id == tid, m.group_name == group)
-                           ).scalar()
+        top = metric_rows.max_steps(conn, tid, group)
         total += 0 if top is None else top + 1
         if total > RAW_LIMIT:
             break
     return total
 
 
-def _from_summaries(idx, exp_id, ids, group, metric, max_points, x, x_min, x_max, factors, conn) -> dict:
+def _from_summaries(idx: Index, exp_id: int, ids: list[int], group: str, metric: str | None, max_points: int, x: str,
+                    x_min: float | None, x_max: float | None, factors: dict[int, float], conn: Conn) -> Body:
     summaries = {tid: idx.summary(tid, group, metric or "") for tid in ids}
     if sum(s.n for s in summaries.values() if s) <= RAW_LIMIT:
         return _from_rows(conn, exp_id, ids, group, metric, max_points, x, x_min, x_max, factors,
@@ -346,11 +292,12 @@ def _from_summaries(idx, exp_id, ids, group, metric, max_points, x, x_min, x_max
                             grid_x, ids, counts, ys)
 
 
-def _from_rows(conn, exp_id, ids, group, metric, max_points, x, x_min, x_max, factors, names) -> dict:
+def _from_rows(conn: Conn, exp_id: int, ids: list[int], group: str, metric: str | None, max_points: int, x: str,
+               x_min: float | None, x_max: float | None, factors: dict[int, float], names: list[str] | None) -> Body:
     rows = raw_points(conn, ids, group, metric) if (ids and metric) else {tid: [] for tid in ids}
     if names is None:
         names = metric_names(conn, ids[0], group) if ids else []
-    points = {tid: list(zip(_xs(pts, x, factors[tid]), (p[2] for p in pts))) for tid, pts in rows.items()}
+    points = {tid: list(zip(_xs(pts, x, factors[tid]), (p[2] for p in pts), strict=True)) for tid, pts in rows.items()}
     ranges = [(min(p[0] for p in pts), max(p[0] for p in pts)) for pts in points.values() if pts]
     per_series, n_buckets, lo, width, hi, grid_x = _grid(len(ids), max_points, ranges, x_min, x_max)
     ys = [downsample.place(downsample.extremes(points[tid], lo, width, n_buckets, hi), n_buckets, lo, width)
@@ -359,7 +306,8 @@ def _from_rows(conn, exp_id, ids, group, metric, max_points, x, x_min, x_max, fa
                             [len(rows[tid]) for tid in ids], ys)
 
 
-def _grid(n_trials: int, max_points: int, ranges: list, x_min, x_max) -> tuple:
+def _grid(n_trials: int, max_points: int, ranges: list[tuple[float, float]], x_min: float | None, x_max: float | None
+          ) -> tuple[int, int, float, float, float, list[float]]:
     per_series = max(4, min(max_points, TOTAL_VALUES // max(1, n_trials)))
     n_buckets = max(1, per_series // 2)
     lo = x_min if x_min is not None else (min(r[0] for r in ranges) if ranges else 0.0)
@@ -368,7 +316,7 @@ def _grid(n_trials: int, max_points: int, ranges: list, x_min, x_max) -> tuple:
     return per_series, n_buckets, lo2, width, max(hi, lo2 + width * n_buckets), grid_x
 
 
-def _rounded(ys: list) -> list:
+def _rounded(ys: list[float | None]) -> list[float | None]:
     """y values to 6 significant digits of the series' largest magnitude: a third of the JSON, same pixels."""
     top = max((abs(v) for v in ys if v is not None), default=0.0)
     if top == 0.0:
@@ -377,15 +325,17 @@ def _rounded(ys: list) -> list:
     return [None if v is None else round(v, digits) for v in ys]
 
 
-def _experiment_body(exp_id, group, metric, x, names, per_series, source, grid_x, ids, counts, ys) -> dict:
+def _experiment_body(exp_id: int, group: str, metric: str | None, x: str, names: list[str], per_series: int,
+                     source: str, grid_x: list[float], ids: list[int], counts: list[int],
+                     ys: list[list[float | None]]) -> Body:
     return {
         "experiment_id": exp_id, "group": group, "metric": metric, "x_axis": x, "metrics": names,
         "max_points": per_series, "source": source, "x": grid_x,
-        "trials": [{"trial_id": tid, "raw_points": n, "y": y} for tid, n, y in zip(ids, counts, ys)],
+        "trials": [{"trial_id": tid, "raw_points": n, "y": y} for tid, n, y in zip(ids, counts, ys, strict=True)],
     }
 
 
-def _encode(body: dict, fmt: str) -> bytes:
+def _encode(body: Body, fmt: str) -> bytes:
     if fmt == "json":
         for tr in body["trials"]:
             tr["y"] = _rounded(tr["y"])
@@ -399,6 +349,6 @@ def _encode(body: dict, fmt: str) -> bytes:
     return len(head).to_bytes(4, "little") + head + pad + values.tobytes()
 
 
-def _dumps(data: dict) -> bytes:
+def _dumps(data: Body) -> bytes:
     """Long number lists straight to JSON (FastAPI's encoder would walk every element)."""
     return json.dumps(data, separators=(",", ":")).encode()

@@ -6,41 +6,54 @@ import asyncio
 import base64
 import binascii
 import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
 
-import sqlalchemy as sa
 import yaml
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import StreamingResponse
 
 from stalwart.api.errors import InvalidRequest, NotFoundError
-from stalwart.api.states import AllocationState as A
-from stalwart.db import tables as t
+from stalwart.api.models.common import MAX_ID
+from stalwart.api.models.tasks import CreateCommand
 from stalwart.master import offload
-from stalwart.master.routes.common import body, master
+from stalwart.master.queries import allocations as allocation_rows, commands as command_rows, jobs as job_rows
+from stalwart.master.routes.common import AfterId, IdPath, master
+from stalwart.master.routes.contract import route
 from stalwart.master.scheduling import jobs
 from stalwart.master.service import Master
 from stalwart.master.tasks import commands
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
 
+TaskPath = Annotated[str, Path(min_length=1, max_length=64, description="a task id: 'command-3', or '3'")]
+ShowAll = Annotated[bool, Query(alias="all", description="also the tasks that have ended")]
+Follow = Annotated[bool, Query(description="stay open, sending new lines, until the task ends")]
+LOG_PAGE = 5000
+"""Log lines read per query while streaming a task's log."""
+
 
 def _task_id(task_id: str) -> int:
+    """The command id of a task id ('command-3' or '3'): 404 for what is no task id, 400 for one out of range."""
     text = task_id.removeprefix("command-")
-    if not text.isdigit():
-        raise NotFoundError(f"task {task_id} not found; task ids look like 'command-3' or '3' (see `stalwart cmd list`)")
-    return int(text)
+    if not (text.isascii() and text.isdigit()):
+        raise NotFoundError(f"task {task_id} not found; task ids look like 'command-3' or '3' "
+                            "(see `stalwart cmd list`)")
+    cmd_id = int(text)
+    if cmd_id > MAX_ID:
+        raise InvalidRequest(f"task_id: {task_id!r} is out of range: a task's number is at most {MAX_ID}")
+    return cmd_id
 
 
-def _describe(m, cmd_id: int) -> dict:
+def _describe(m: Master, cmd_id: int) -> dict[str, Any]:
     with m.db.begin() as conn:
-        cmd = Master.get_row(conn, t.commands, cmd_id, "command")
+        cmd = command_rows.get(conn, cmd_id)
         alloc = commands.allocation_of(conn, cmd_id)
-        job = conn.execute(sa.select(t.jobs).where(t.jobs.c.type == jobs.COMMAND, t.jobs.c.entity_id == cmd_id)
-                           ).mappings().first()
-    return commands.view(cmd, alloc, job["resource_pool"] if job else None)
+        pool = job_rows.pool_of(conn, jobs.COMMAND, cmd_id)
+    return commands.view(cmd, alloc, pool)
 
 
-def _check(m, config: dict, context: str | None) -> tuple[bytes | None, dict]:
+def _check(m: Master, config: dict[str, Any], context: str | None) -> tuple[bytes | None, dict[str, Any]]:
     archive = None
     if context:
         try:
@@ -50,12 +63,9 @@ def _check(m, config: dict, context: str | None) -> tuple[bytes | None, dict]:
     return archive, commands.check_command(m, config, archive, read_archive=offload.archive_names)
 
 
-@router.post("/commands")
-async def create(request: Request) -> dict:
-    """Body: {config: YAML text or object (with `entrypoint`), context: base64 .tgz (optional), owner}."""
-    m = master(request)
-    data = await body(request)
-    config = data.get("config") or {}
+def _config(given: str | dict[str, Any]) -> dict[str, Any]:
+    """The command config from the body: a mapping, or YAML text of one."""
+    config: Any = given
     if isinstance(config, str):
         try:
             config = yaml.safe_load(config) or {}
@@ -63,77 +73,70 @@ async def create(request: Request) -> dict:
             raise InvalidRequest(f"config: not valid YAML: {err}") from None
     if not isinstance(config, dict):
         raise InvalidRequest("config: expected a mapping (the command config)")
-    context = data.get("context")
-    if context and not isinstance(context, str):
-        raise InvalidRequest("context: expected a base64-encoded .tgz of the context directory")
+    return config
+
+
+@route(router, "POST", "/commands")
+async def create(request: Request, payload: CreateCommand) -> dict[str, Any]:
+    """config: YAML text or a mapping (with `entrypoint`); context: base64 .tgz (optional); owner."""
+    m = master(request)
+    config = _config(payload.config)
     # Off the event loop: decoding a big context, and reading the archive (in a worker process, see offload).
-    archive, checked = await asyncio.to_thread(_check, m, config, context or None)
-    cmd_id = commands.create_command(m, config, archive, str(data.get("owner") or "determined"), checked=checked)
+    archive, checked = await asyncio.to_thread(_check, m, config, payload.context or None)
+    cmd_id = commands.create_command(m, config, archive, payload.owner or "determined", checked=checked)
     return {"command": _describe(m, cmd_id)}
 
 
-@router.get("/commands/{cmd_id}")
-async def describe(request: Request, cmd_id: int) -> dict:
+@route(router, "GET", "/commands/{cmd_id}")
+async def describe(request: Request, cmd_id: IdPath) -> dict[str, Any]:
     return {"command": _describe(master(request), cmd_id)}
 
 
-@router.post("/commands/{cmd_id}/kill")
-async def kill(request: Request, cmd_id: int) -> dict:
+@route(router, "POST", "/commands/{cmd_id}/kill")
+async def kill(request: Request, cmd_id: IdPath) -> dict[str, Any]:
     m = master(request)
     commands.kill(m, cmd_id)
     return {"command": _describe(m, cmd_id)}
 
 
-@router.get("/tasks")
-async def list_tasks(request: Request, all: bool = False) -> dict:  # noqa: A002 - the query name
+@route(router, "GET", "/tasks")
+async def list_tasks(request: Request, show_all: ShowAll = False) -> dict[str, Any]:
     m = master(request)
     with m.db.begin() as conn:
-        q = sa.select(t.commands).order_by(t.commands.c.id)
-        if not all:
-            q = q.where(t.commands.c.state == commands.ACTIVE)
-        cmds = conn.execute(q).mappings().all()
-        pools = dict(conn.execute(sa.select(t.jobs.c.entity_id, t.jobs.c.resource_pool)
-                                  .where(t.jobs.c.type == jobs.COMMAND)).all())
+        cmds = command_rows.in_id_order(conn, None if show_all else commands.ACTIVE)
+        pools = job_rows.pools_by_entity(conn, jobs.COMMAND)
         allocs = {c["id"]: commands.allocation_of(conn, c["id"]) for c in cmds}
     return {"tasks": [commands.view(c, allocs[c["id"]], pools.get(c["id"])) for c in cmds]}
 
 
-@router.get("/tasks/{task_id}")
-async def get_task(request: Request, task_id: str) -> dict:
+@route(router, "GET", "/tasks/{task_id}")
+async def get_task(request: Request, task_id: TaskPath) -> dict[str, Any]:
     return {"task": _describe(master(request), _task_id(task_id))}
 
 
-def _read(conn, cmd_id: int, after_id: int, limit: int = 5000) -> list[dict]:
-    ids = sa.select(t.allocations.c.id).where(t.allocations.c.command_id == cmd_id)
-    rows = conn.execute(sa.select(t.task_logs).where(t.task_logs.c.allocation_id.in_(ids), t.task_logs.c.id > after_id)
-                        .order_by(t.task_logs.c.id).limit(limit)).mappings()
-    return [{k: r[k] for k in ("id", "timestamp", "level", "log", "stdtype", "agent_id", "rank_id", "source")}
-            for r in rows]
-
-
-def _open(m, cmd_id: int) -> bool:
+def _open(m: Master, cmd_id: int) -> bool:
     with m.db.begin() as conn:
-        state = conn.execute(sa.select(t.commands.c.state).where(t.commands.c.id == cmd_id)).scalar()
-        live = conn.execute(sa.select(sa.func.count()).select_from(t.allocations).where(
-            t.allocations.c.command_id == cmd_id, t.allocations.c.state != A.TERMINATED.value)).scalar()
+        state = command_rows.state_of(conn, cmd_id)
+        live = allocation_rows.live_count_of_command(conn, cmd_id)
     return state == commands.ACTIVE or live > 0
 
 
-@router.get("/tasks/{task_id}/logs")
-async def logs(request: Request, task_id: str, follow: bool = False, after_id: int = 0) -> StreamingResponse:
+@route(router, "GET", "/tasks/{task_id}/logs")
+async def logs(request: Request, task_id: TaskPath, follow: Follow = False, after_id: AfterId = 0
+               ) -> StreamingResponse:
     """Newline-delimited JSON log entries (`id`, `timestamp`, `level`, `log`, ...); follow=true stays open
     until the task ends."""
     m = master(request)
     cmd_id = _task_id(task_id)
     with m.db.begin() as conn:
-        Master.get_row(conn, t.commands, cmd_id, "task")
+        command_rows.get(conn, cmd_id, "task")
 
-    async def stream():
+    async def stream() -> AsyncIterator[str]:
         last = after_id
         while True:
             still_open = follow and _open(m, cmd_id)
             with m.db.begin() as conn:
-                rows = _read(conn, cmd_id, last)
+                rows = command_rows.log_lines(conn, cmd_id, last, LOG_PAGE)
             for r in rows:
                 last = r["id"]
                 yield json.dumps(r) + "\n"

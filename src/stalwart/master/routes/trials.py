@@ -4,68 +4,73 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
 
-import sqlalchemy as sa
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from stalwart.api.states import AllocationState as A
+from stalwart.api.models.common import MAX_ID
+from stalwart.api.models.trials import ReportEarlyExit, ReportProgress
 from stalwart.config import views as cviews
-from stalwart.db import tables as t
 from stalwart.master import views
 from stalwart.master.experiments import intake, trials
 from stalwart.master.logs import read_logs
-from stalwart.master.routes.common import allocation_of, body, master
+from stalwart.master.queries import (
+    checkpoints as checkpoint_rows,
+    experiments as experiment_rows,
+    metrics as metric_rows,
+    runs,
+    trials as trial_rows,
+)
+from stalwart.master.routes.common import AfterId, IdPath, Limit, body, master
+from stalwart.master.routes.contract import route
 from stalwart.master.service import Master
 
 router = APIRouter(prefix="/api/v1/trials", tags=["trials"])
 
+GroupQuery = Annotated[str | None, Query(max_length=64, description="only reports of this group")]
+AfterSteps = Annotated[int, Query(ge=-1, le=MAX_ID, description="only reports with more steps_completed than this")]
 
-@router.get("/{trial_id}")
-async def describe(request: Request, trial_id: int) -> dict:
+
+@route(router, "GET", "/{trial_id}")
+async def describe(request: Request, trial_id: IdPath) -> dict[str, Any]:
     m = master(request)
     with m.db.begin() as conn:
-        row = Master.get_row(conn, t.trials, trial_id, "trial")
-        runs = conn.execute(
-            sa.select(t.allocations).where(t.allocations.c.trial_id == trial_id).order_by(t.allocations.c.created_at)
-        ).mappings().all()
+        row = trial_rows.get(conn, trial_id)
+        trial_runs = runs.of_trial(conn, trial_id)
         latest = trials.latest_checkpoint(conn, trial_id)
         summary = views.trial_summaries(conn, [trial_id])[trial_id]
     return {
         "trial": views.trial(row, summary),
-        "runs": [views.allocation(r) for r in runs],
+        "runs": [views.allocation(r) for r in trial_runs],
         "latest_checkpoint": views.checkpoint(latest) if latest else None,
     }
 
 
-@router.post("/{trial_id}/kill")
-async def kill(request: Request, trial_id: int) -> dict:
+@route(router, "POST", "/{trial_id}/kill")
+async def kill(request: Request, trial_id: IdPath) -> dict[str, Any]:
     trials.kill_trial(master(request), trial_id)
     return {}
 
 
-@router.get("/{trial_id}/checkpoints")
-async def checkpoints(request: Request, trial_id: int) -> dict:
+@route(router, "GET", "/{trial_id}/checkpoints")
+async def checkpoints(request: Request, trial_id: IdPath) -> dict[str, Any]:
     m = master(request)
     with m.db.begin() as conn:
-        Master.get_row(conn, t.trials, trial_id, "trial")
-        rows = conn.execute(
-            sa.select(t.checkpoints).where(t.checkpoints.c.trial_id == trial_id).order_by(t.checkpoints.c.steps_completed)
-        ).mappings().all()
+        trial_rows.get(conn, trial_id)
+        rows = checkpoint_rows.of_trial(conn, trial_id)
     return {"checkpoints": [views.checkpoint(r) for r in rows]}
 
 
-@router.get("/{trial_id}/metrics")
-async def metrics(request: Request, trial_id: int, group: str | None = None, after_steps: int = -1,
-                  limit: int = 100000) -> dict:
+@route(router, "GET", "/{trial_id}/metrics")
+async def metrics(request: Request, trial_id: IdPath, group: GroupQuery = None, after_steps: AfterSteps = -1,
+                  limit: Limit = 100000) -> dict[str, Any]:
     m = master(request)
-    q = sa.select(t.metrics).where(t.metrics.c.trial_id == trial_id, t.metrics.c.steps_completed > after_steps)
-    if group:
-        q = q.where(t.metrics.c.group_name == group)
     with m.db.begin() as conn:
-        Master.get_row(conn, t.trials, trial_id, "trial")
-        rows = conn.execute(q.order_by(t.metrics.c.steps_completed).limit(limit)).mappings().all()
+        trial_rows.get(conn, trial_id)
+        rows = metric_rows.page(conn, trial_id, group=group, after_steps=after_steps, limit=limit)
     return {"metrics": [
         {"group": r["group_name"], "steps_completed": r["steps_completed"], "metrics": r["metrics"],
          "trial_run_id": r["trial_run_id"], "report_time": r["report_time"]} for r in rows
@@ -74,11 +79,8 @@ async def metrics(request: Request, trial_id: int, group: str | None = None, aft
 
 def _trial_open(m: Master, trial_id: int) -> bool:
     with m.db.begin() as conn:
-        row = Master.get_row(conn, t.trials, trial_id, "trial")
-        live = conn.execute(
-            sa.select(sa.func.count()).select_from(t.allocations).where(
-                t.allocations.c.trial_id == trial_id, t.allocations.c.state != A.TERMINATED.value)
-        ).scalar()
+        row = trial_rows.get(conn, trial_id)
+        live = runs.count_live_of_trial(conn, trial_id)
     return row["state"] in ("ACTIVE", "PAUSED") or row["state"].startswith("STOPPING") or live > 0
 
 
@@ -89,14 +91,14 @@ def _log_block(m: Master, trial_id: int, after_id: int) -> tuple[int, str]:
     return (rows[-1]["id"] if rows else after_id), "".join(json.dumps(r) + "\n" for r in rows)
 
 
-@router.get("/{trial_id}/logs")
-async def logs(request: Request, trial_id: int, follow: bool = False, after_id: int = 0) -> StreamingResponse:
+@route(router, "GET", "/{trial_id}/logs")
+async def logs(request: Request, trial_id: IdPath, follow: bool = False, after_id: AfterId = 0) -> StreamingResponse:
     """Newline-delimited JSON log entries; with follow=true, stays open until the trial ends."""
     m = master(request)
     with m.db.begin() as conn:
-        Master.get_row(conn, t.trials, trial_id, "trial")
+        trial_rows.get(conn, trial_id)
 
-    async def stream():
+    async def stream() -> AsyncIterator[str]:
         last = after_id
         while True:
             still_open = follow and _trial_open(m, trial_id)
@@ -114,40 +116,44 @@ async def logs(request: Request, trial_id: int, follow: bool = False, after_id: 
     return StreamingResponse(stream(), media_type="application/x-ndjson")
 
 
-# --- calls made from inside the trial, with its allocation token ------------------------------
+# --- calls made from inside the trial, with its allocation token (checked by `route`) ------------
 
-@router.post("/{trial_id}/metrics")
-async def report_metrics(request: Request, trial_id: int) -> dict:
-    m, allocation_id = allocation_of(request)
+def _caller(request: Request) -> str:
+    """The allocation id of the token the `route` dependency checked."""
+    return str(request.state.allocation_id)
+
+
+@route(router, "POST", "/{trial_id}/metrics", parses_body=True)
+async def report_metrics(request: Request, trial_id: IdPath) -> dict[str, Any]:
+    """Hot path: the body is checked by metric_reports.parse_reports (the same bodies ReportMetrics accepts)."""
+    m = master(request)
     rows = intake.parse_reports(trial_id, await body(request))
     with m.db.begin() as conn:
-        intake.caller_allocation(conn, allocation_id, trial_id)
+        intake.caller_allocation(conn, _caller(request), trial_id)
     await request.app.state.metrics_writer.submit(rows)
     return {"accepted": len(rows)}
 
 
-@router.post("/{trial_id}/progress")
-async def report_progress(request: Request, trial_id: int) -> dict:
-    m, allocation_id = allocation_of(request)
-    intake.set_progress(m, allocation_id, trial_id, (await body(request)).get("progress"))
+@route(router, "POST", "/{trial_id}/progress")
+async def report_progress(request: Request, trial_id: IdPath, payload: ReportProgress) -> dict[str, Any]:
+    intake.set_progress(master(request), _caller(request), trial_id, payload.progress)
     return {}
 
 
-@router.post("/{trial_id}/early_exit")
-async def report_early_exit(request: Request, trial_id: int) -> dict:
-    m, allocation_id = allocation_of(request)
-    intake.early_exit(m, allocation_id, trial_id, str((await body(request)).get("reason")))
+@route(router, "POST", "/{trial_id}/early_exit")
+async def report_early_exit(request: Request, trial_id: IdPath, payload: ReportEarlyExit) -> dict[str, Any]:
+    intake.early_exit(master(request), _caller(request), trial_id, payload.reason)
     return {}
 
 
-@router.get("/{trial_id}/searcher/operation")
-async def searcher_operation(request: Request, trial_id: int) -> dict:
+@route(router, "GET", "/{trial_id}/searcher/operation")
+async def searcher_operation(request: Request, trial_id: IdPath) -> dict[str, Any]:
     """The length this trial should train to, in the searcher's configured unit."""
-    m, allocation_id = allocation_of(request)
+    m = master(request)
     with m.db.begin() as conn:
-        intake.caller_allocation(conn, allocation_id, trial_id)
-        trial = Master.get_row(conn, t.trials, trial_id, "trial")
-        exp = Master.get_row(conn, t.experiments, trial["experiment_id"], "experiment")
+        intake.caller_allocation(conn, _caller(request), trial_id)
+        trial = trial_rows.get(conn, trial_id)
+        exp = experiment_rows.get(conn, trial["experiment_id"])
     length = cviews.max_length(exp["config"])
     return {
         "length": trial["target_length"],

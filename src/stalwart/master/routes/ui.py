@@ -5,71 +5,69 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import RedirectResponse, Response, StreamingResponse
 
 from stalwart.api.errors import InvalidRequest, NotFoundError, StalwartError
-from stalwart.master.routes.common import master
+from stalwart.api.models.common import MAX_ID
+from stalwart.master.routes.common import IdPath, master
+from stalwart.master.routes.contract import route
+from stalwart.master.service import Master
 from stalwart.master.ui import models, pages, trial_models
+from stalwart.master.ui.metrics_index import MetricsIndex
 
-router = APIRouter(include_in_schema=True, tags=["ui"])
+router = APIRouter(tags=["ui"])
+
+Page = Literal["experiments", "experiment", "trial", "cluster"]
+ModelBuilder = Callable[[], dict[str, Any]]
+# typed query values of the page models; None: the page's default
+Text = Annotated[str | None, Query(max_length=1000)]
+Word = Annotated[str | None, Query(max_length=64)]
+PageLimit = Annotated[int | None, Query(ge=1, le=1000, description="rows per page")]
+PageOffset = Annotated[int | None, Query(ge=0, le=MAX_ID, description="rows to skip")]
+IdQuery = Annotated[int | None, Query(ge=0, le=MAX_ID, description="the id of the experiment or trial page")]
+Tail = Annotated[int, Query(ge=1, le=20000, description="the most lines to return, the newest")]
+Interval = Annotated[float, Query(ge=0, le=3600, allow_inf_nan=False,
+                                  description="seconds between checks for a new model (0.2..10)")]
+HtmlId = Annotated[str, Path(description="an experiment, trial or task id")]
 
 LIST_PARAMS = {"q": str, "state": str, "label": str, "owner": str, "archived": str, "sort": str, "order": str,
                "limit": int, "offset": int}
 EXP_PARAMS = {"sort": str, "order": str, "limit": int, "offset": int}
 
 
-def _idx(request: Request):
-    idx = getattr(request.app.state, "metrics_index", None)
+def _idx(request: Request) -> MetricsIndex | None:
+    idx: MetricsIndex | None = getattr(request.app.state, "metrics_index", None)
     if idx is not None:
         idx.refresh()
     return idx
 
 
-def _params(request: Request, spec: dict) -> dict:
-    out = {}
-    for name, kind in spec.items():
-        raw = request.query_params.get(name)
-        if raw is None or raw == "":
-            continue
-        if kind is int:
-            try:
-                out[name] = int(raw)
-            except ValueError:
-                raise InvalidRequest(f"{name}: expected an integer, got {raw!r}") from None
-        else:
-            out[name] = raw
-    return out
+def _given(**values: Any) -> dict[str, Any]:
+    """The page-model parameters given in the query (None: not given, the page's default applies)."""
+    return {k: v for k, v in values.items() if v is not None}
 
 
-def _id(raw: str, what: str) -> int:
-    if not raw.isdigit():
-        raise NotFoundError(f"{what} {raw!r} not found: ids are whole numbers")
-    return int(raw)
-
-
-def _builder(request: Request, page: str, ident: str | None):
-    """A function that builds the current model of `page` (validated now, so errors come before streaming)."""
-    m = master(request)
+def _builder(request: Request, page: Page, ident: int | None, params: dict[str, Any]) -> ModelBuilder:
+    """A function that builds the current model of `page` (checked now, so errors come before streaming)."""
+    m: Master = master(request)
     if page == "experiments":
-        params = _params(request, LIST_PARAMS)
         return lambda: models.experiments_page(m, _idx(request), **params)
     if page == "cluster":
         return lambda: trial_models.cluster_page(m)
     if ident is None:
         raise InvalidRequest(f"id: required for page={page}")
     if page == "experiment":
-        exp_id, params = _id(ident, "experiment"), _params(request, EXP_PARAMS)
-        return lambda: models.experiment_page(m, _idx(request), exp_id, **params)
-    if page == "trial":
-        trial_id = _id(ident, "trial")
-        return lambda: trial_models.trial_page(m, _idx(request), trial_id)
-    raise InvalidRequest(f"page: expected experiments, experiment, trial or cluster, got {page!r}")
+        exp_params = {k: v for k, v in params.items() if k in EXP_PARAMS}
+        return lambda: models.experiment_page(m, _idx(request), ident, **exp_params)
+    return lambda: trial_models.trial_page(m, _idx(request), ident)
 
 
-def _json(request: Request, data: dict) -> Response:
+def _json(request: Request, data: dict[str, Any]) -> Response:
     body = json.dumps(data, separators=(",", ":"), allow_nan=False, default=str).encode()
     etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
@@ -79,10 +77,42 @@ def _json(request: Request, data: dict) -> Response:
 
 
 # --- HTML pages -----------------------------------------------------------------------------------
+# A page's errors are pages too (404 for an id that names nothing), and its query values are read leniently
+# (an empty one is left out), as the browser's address bar holds them.
+
+def _page_id(raw: str, what: str) -> int:
+    """The id in a page's path; a 404 when it is no id, or one no row can have."""
+    if not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_ID:
+        raise NotFoundError(f"{what} {raw!r} not found: ids are whole numbers below 2^63")
+    return int(raw)
+
+
+def _query(request: Request, spec: dict[str, type]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, kind in spec.items():
+        raw = request.query_params.get(name)
+        if raw is None or raw == "":
+            continue
+        if kind is int:
+            if not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_ID:
+                raise InvalidRequest(f"{name}: expected a whole number below 2^63, got {raw[:40]!r}")
+            out[name] = int(raw)
+        else:
+            out[name] = raw
+    return out
+
 
 def _page(request: Request, template: str, title: str, page: str, ident: str | None = None) -> Response:
+    model: dict[str, Any] = {}
     try:
-        model = _builder(request, page, ident)() if page in ("experiments", "experiment", "trial", "cluster") else {}
+        if page == "experiments":
+            model = _builder(request, "experiments", None, _query(request, LIST_PARAMS))()
+        elif page == "cluster":
+            model = _builder(request, "cluster", None, {})()
+        elif page == "experiment" and ident is not None:
+            model = _builder(request, "experiment", _page_id(ident, page), _query(request, EXP_PARAMS))()
+        elif page == "trial" and ident is not None:
+            model = _builder(request, "trial", _page_id(ident, page), {})()
     except StalwartError as err:
         return pages.error_page(err.http_status, err.message, err.details)
     preload: list[str] = []
@@ -92,59 +122,60 @@ def _page(request: Request, template: str, title: str, page: str, ident: str | N
     elif page == "trial":
         title = f"Trial {ident} · {model['experiment']['name']}"
         preload = [u for u in model["series_urls"].values() if u]
-    return pages.render(template, title=title, page=page, model=model, ident=ident, entry=template.replace(".html", ".js"),
-                        preload=preload)
+    return pages.render(template, title=title, page=page, model=model, ident=ident,
+                        entry=template.replace(".html", ".js"), preload=preload)
 
 
-@router.get("/", include_in_schema=False)
+@route(router, "GET", "/")
 async def home(request: Request) -> Response:
     return _page(request, "experiments.html", "Experiments", "experiments")
 
 
-@router.get("/experiments", include_in_schema=False)
+@route(router, "GET", "/experiments")
 async def experiments_list(request: Request) -> Response:
     return _page(request, "experiments.html", "Experiments", "experiments")
 
 
-@router.get("/experiments/{exp_id}", include_in_schema=False)
-async def experiment(request: Request, exp_id: str) -> Response:
+@route(router, "GET", "/experiments/{exp_id}")
+async def experiment(request: Request, exp_id: HtmlId) -> Response:
     return _page(request, "experiment.html", "Experiment", "experiment", exp_id)
 
 
-@router.get("/experiments/{exp_id}/trials/{trial_id}", include_in_schema=False)
-async def experiment_trial(exp_id: str, trial_id: str) -> Response:
+@route(router, "GET", "/experiments/{exp_id}/trials/{trial_id}")
+async def experiment_trial(exp_id: HtmlId, trial_id: HtmlId) -> Response:
     """Determined's trial URL: the same trial page."""
-    if not trial_id.isdigit():
-        return pages.error_page(404, f"trial {trial_id!r} not found: ids are whole numbers")
-    return RedirectResponse(f"/trials/{int(trial_id)}")
+    try:
+        return RedirectResponse(f"/trials/{_page_id(trial_id, 'trial')}")
+    except NotFoundError as err:
+        return pages.error_page(404, err.message)
 
 
-@router.get("/trials/{trial_id}", include_in_schema=False)
-async def trial(request: Request, trial_id: str) -> Response:
+@route(router, "GET", "/trials/{trial_id}")
+async def trial(request: Request, trial_id: HtmlId) -> Response:
     return _page(request, "trial.html", "Trial", "trial", trial_id)
 
 
-@router.get("/cluster", include_in_schema=False)
+@route(router, "GET", "/cluster")
 async def cluster(request: Request) -> Response:
     return _page(request, "cluster.html", "Cluster", "cluster")
 
 
-@router.get("/jobs", include_in_schema=False)
+@route(router, "GET", "/jobs")
 async def jobs(request: Request) -> Response:
     return _page(request, "jobs.html", "Job queue", "jobs")
 
 
-@router.get("/tasks", include_in_schema=False)
+@route(router, "GET", "/tasks")
 async def tasks(request: Request) -> Response:
     return _page(request, "tasks.html", "Tasks", "tasks")
 
 
-@router.get("/tasks/{task_id}", include_in_schema=False)
-async def task(request: Request, task_id: str) -> Response:
+@route(router, "GET", "/tasks/{task_id}")
+async def task(request: Request, task_id: HtmlId) -> Response:
     return _page(request, "tasks.html", f"Task {task_id}", "tasks", task_id)
 
 
-@router.get("/docs/rest-api/", include_in_schema=False)
+@route(router, "GET", "/docs/rest-api/")
 async def rest_api_docs(request: Request) -> Response:
     """Swagger UI for the master's OpenAPI spec, from the vendored copy (works with no internet access)."""
     base = f"/ui/static/{pages.VERSION}/{pages.SWAGGER_UI}"
@@ -153,63 +184,75 @@ async def rest_api_docs(request: Request) -> Response:
                                swagger_favicon_url=f"{base}/favicon-32x32.png")
 
 
-@router.get("/ui/static/{version}/{path:path}", include_in_schema=False)
+@route(router, "GET", "/ui/static/{version}/{path:path}")
 async def static(version: str, path: str) -> Response:
     return pages.static_file(path)
 
 
 # --- JSON page models and live updates ------------------------------------------------------------
 
-@router.get("/api/v1/ui/experiments")
-async def experiments_model(request: Request) -> Response:
+@route(router, "GET", "/api/v1/ui/experiments")
+async def experiments_model(request: Request, q: Text = None, state: Word = None, label: Text = None,
+                            owner: Text = None, archived: Word = None, sort: Word = None, order: Word = None,
+                            limit: PageLimit = None, offset: PageOffset = None) -> Response:
     """Experiments filtered (q, state, label, owner, archived=true|false|all), sorted and paged server-side."""
-    return _json(request, _builder(request, "experiments", None)())
+    params = _given(q=q, state=state, label=label, owner=owner, archived=archived, sort=sort, order=order,
+                    limit=limit, offset=offset)
+    return _json(request, _builder(request, "experiments", None, params)())
 
 
-@router.get("/api/v1/ui/experiments/{exp_id}")
-async def experiment_model(request: Request, exp_id: str) -> Response:
+@route(router, "GET", "/api/v1/ui/experiments/{exp_id}")
+async def experiment_model(request: Request, exp_id: IdPath, sort: Word = None, order: Word = None,
+                           limit: PageLimit = None, offset: PageOffset = None) -> Response:
     """Experiment summary, config, searcher progress and one sorted page of its trials."""
-    return _json(request, _builder(request, "experiment", exp_id)())
+    params = _given(sort=sort, order=order, limit=limit, offset=offset)
+    return _json(request, _builder(request, "experiment", exp_id, params)())
 
 
-@router.get("/api/v1/ui/experiments/{exp_id}/hparams")
-async def hparams_model(request: Request, exp_id: str) -> Response:
+@route(router, "GET", "/api/v1/ui/experiments/{exp_id}/hparams")
+async def hparams_model(request: Request, exp_id: IdPath) -> Response:
     """Every trial's hyperparameters and best searcher metric (parallel coordinates, scatter plots)."""
-    return _json(request, models.hparams_view(master(request), _idx(request), _id(exp_id, "experiment")))
+    return _json(request, models.hparams_view(master(request), _idx(request), exp_id))
 
 
-@router.get("/api/v1/ui/trials/{trial_id}")
-async def trial_model(request: Request, trial_id: str) -> Response:
-    return _json(request, _builder(request, "trial", trial_id)())
+@route(router, "GET", "/api/v1/ui/trials/{trial_id}")
+async def trial_model(request: Request, trial_id: IdPath) -> Response:
+    return _json(request, _builder(request, "trial", trial_id, {})())
 
 
-@router.get("/api/v1/ui/trials/{trial_id}/logs")
-async def trial_logs(request: Request, trial_id: str, tail: int = 1000, level: str = "", q: str = "") -> Response:
+@route(router, "GET", "/api/v1/ui/trials/{trial_id}/logs")
+async def trial_logs(request: Request, trial_id: IdPath, tail: Tail = 1000, level: Word = None, q: Text = None
+                     ) -> Response:
     """The last `tail` log lines at `level` or above containing `q`; follow on with /trials/{id}/logs?after_id."""
-    return _json(request, trial_models.trial_logs(master(request), _id(trial_id, "trial"), tail=tail, level=level,
-                                                  q=q))
+    return _json(request, trial_models.trial_logs(master(request), trial_id, tail=tail, level=level or "", q=q or ""))
 
 
-@router.get("/api/v1/ui/cluster")
+@route(router, "GET", "/api/v1/ui/cluster")
 async def cluster_model(request: Request) -> Response:
     return _json(request, trial_models.cluster_page(master(request)))
 
 
-@router.get("/api/v1/ui/status")
-async def status(request: Request) -> dict:
+@route(router, "GET", "/api/v1/ui/status")
+async def status(request: Request) -> Mapping[str, object]:
     """The metrics index: ready, rows folded, build time, memory."""
-    idx = getattr(request.app.state, "metrics_index", None)
+    idx: MetricsIndex | None = getattr(request.app.state, "metrics_index", None)
     return idx.status() if idx else {"ready": False}
 
 
-@router.get("/api/v1/ui/events")
-async def events(request: Request, page: str, id: str | None = None, interval: float = 1.0) -> StreamingResponse:
-    """Server-sent events: `model` with the page's JSON model whenever it changes (checked every `interval` s)."""
-    build = _builder(request, page, id)
+@route(router, "GET", "/api/v1/ui/events")
+async def events(request: Request, page: Annotated[Page, Query()], id: IdQuery = None, interval: Interval = 1.0,
+                 q: Text = None, state: Word = None, label: Text = None, owner: Text = None,
+                 archived: Word = None, sort: Word = None, order: Word = None, limit: PageLimit = None,
+                 offset: PageOffset = None) -> StreamingResponse:
+    """Server-sent events: `model` with the page's JSON model whenever it changes (checked every `interval` s);
+    the page's query values (q, state, ... offset) as its JSON model route takes them."""
+    params = _given(q=q, state=state, label=label, owner=owner, archived=archived, sort=sort, order=order,
+                    limit=limit, offset=offset)
+    build = _builder(request, page, id, params)
     build()  # a missing id or a bad parameter answers 404/400 here, not inside the stream
-    interval = min(max(interval, 0.2), 10.0)
+    every = min(max(interval, 0.2), 10.0)
 
-    async def stream():
+    async def stream() -> AsyncIterator[str]:
         last, quiet = None, 0.0
         yield "retry: 2000\n\n"
         while True:
@@ -224,8 +267,8 @@ async def events(request: Request, page: str, id: str | None = None, interval: f
             elif quiet >= 15:
                 quiet = 0.0
                 yield ": keep-alive\n\n"
-            await asyncio.sleep(interval)
-            quiet += interval
+            await asyncio.sleep(every)
+            quiet += every
             if await request.is_disconnected():
                 return
 

@@ -6,25 +6,22 @@ a cluster still starting (the zero-setup one starts its agent after its master).
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-
 from stalwart.api.states import ExperimentState
 from stalwart.config import views
-from stalwart.db import tables as t
+from stalwart.master.queries import agents as agent_rows, jobs as job_rows
+from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.scheduling.jobs import EXPERIMENT
 from stalwart.scheduler.planner import impossible
 
 TERMINAL = {s.value for s in ExperimentState if s.terminal}
 
 
-def pool_sizes(conn, pool: str) -> dict[int, int]:
+def pool_sizes(conn: Conn, pool: str) -> dict[int, int]:
     """Agent size (slots) → how many agents of the pool have it, as the scheduling pass counts them."""
-    rows = conn.execute(sa.select(t.agents.c.slots, sa.func.count()).where(t.agents.c.resource_pool == pool)
-                        .group_by(t.agents.c.slots)).all()
-    return {int(slots): int(n) for slots, n in rows}
+    return agent_rows.size_counts(conn, pool)
 
 
-def slots_warning(conn, slots: int, pool: str) -> str | None:
+def slots_warning(conn: Conn, slots: int, pool: str) -> str | None:
     """A warning when no set of the pool's agents could hold `slots` slots (None when they could, or it has none)."""
     sizes = pool_sizes(conn, pool)
     if not sizes or impossible(slots, pool, sizes) is None:
@@ -34,12 +31,11 @@ def slots_warning(conn, slots: int, pool: str) -> str | None:
             f"(the pool has {total} in all); the trials will wait until agents that fit join")
 
 
-def experiment_warnings(conn, exp_row) -> list[str]:
+def experiment_warnings(conn: Conn, exp_row: Row) -> list[str]:
     """The scheduling warnings of a live experiment, from its job's pool and the agents there now."""
     if exp_row["state"] in TERMINAL:
         return []
-    pool = conn.execute(sa.select(t.jobs.c.resource_pool).where(
-        t.jobs.c.type == EXPERIMENT, t.jobs.c.entity_id == exp_row["id"])).scalar()
+    pool = job_rows.pool_of(conn, EXPERIMENT, exp_row["id"])
     if pool is None:
         return []
     warning = slots_warning(conn, views.slots_per_trial(exp_row["config"]), pool)

@@ -5,14 +5,23 @@ The scheduling pass reads these rows every time, so a change here takes effect o
 
 from __future__ import annotations
 
-import sqlalchemy as sa
+import math
+from collections.abc import Mapping
+from typing import Any
 
 from stalwart.api.errors import ConfigError, InvalidRequest, NotFoundError
-from stalwart.api.states import AllocationState as A, ExperimentState as S
-from stalwart.db import tables as t
+from stalwart.api.states import AllocationState as A
+from stalwart.config.sections import MAX_SLOTS
+from stalwart.master.queries import (
+    allocations as allocation_rows,
+    commands as command_rows,
+    experiments as experiment_rows,
+    jobs as job_rows,
+)
+from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master, new_id, now
 
-EXPERIMENT, COMMAND = "EXPERIMENT", "COMMAND"
+EXPERIMENT, COMMAND = job_rows.EXPERIMENT, job_rows.COMMAND
 
 
 def resolve_pool(m: Master, requested: str | None, slots: int, field: str = "resources.resource_pool") -> str:
@@ -25,61 +34,47 @@ def resolve_pool(m: Master, requested: str | None, slots: int, field: str = "res
     return pool
 
 
-def create_job(m: Master, conn, kind: str, entity_id: int, resources: dict, pool: str) -> str:
-    top = conn.execute(sa.select(sa.func.max(t.jobs.c.queue_position))).scalar() or 0.0
+def create_job(m: Master, conn: Conn, kind: str, entity_id: int, resources: Mapping[str, Any], pool: str) -> str:
+    top = job_rows.last_queue_position(conn)
     priority = resources.get("priority")
     weight = resources.get("weight")
     job_id = new_id()
-    conn.execute(t.jobs.insert().values(
-        id=job_id, type=kind, entity_id=entity_id,
+    job_rows.insert(
+        conn, job_id, kind=kind, entity_id=entity_id,
         priority=int(priority) if priority is not None else m.settings.pool_scheduler(pool).default_priority,
         weight=float(weight) if weight is not None else 1.0, max_slots=resources.get("max_slots"),
-        resource_pool=pool, queue_position=float(top) + 1.0, submitted_at=now(),
-    ))
+        resource_pool=pool, queue_position=top + 1.0, submitted_at=now(),
+    )
     return job_id
 
 
-def job_of(conn, kind: str, entity_id: int):
-    row = conn.execute(sa.select(t.jobs).where(t.jobs.c.type == kind, t.jobs.c.entity_id == entity_id)).mappings().first()
+def job_of(conn: Conn, kind: str, entity_id: int) -> Row:
+    row = job_rows.of_entity(conn, kind, entity_id)
     if row is None:
         raise NotFoundError(f"{kind.lower()} {entity_id} has no job in the queue")
     return row
 
 
-def _active_entities(conn) -> tuple[dict[int, dict], dict[int, dict]]:
-    exps = {r["id"]: dict(r) for r in conn.execute(
-        sa.select(t.experiments.c.id, t.experiments.c.name, t.experiments.c.owner)
-        .where(t.experiments.c.state.notin_([s.value for s in (S.COMPLETED, S.CANCELED, S.ERROR)]))
-    ).mappings()}
-    cmds = {r["id"]: dict(r) for r in conn.execute(
-        sa.select(t.commands.c.id, t.commands.c.description, t.commands.c.owner).where(t.commands.c.state == "ACTIVE")
-    ).mappings()}
-    return exps, cmds
+def _active_entities(conn: Conn) -> tuple[dict[int, dict[str, Any]], dict[int, dict[str, Any]]]:
+    return experiment_rows.live_names(conn), command_rows.names(conn, "ACTIVE")
 
 
-def _allocation_slots(conn) -> dict[tuple[str, int], list]:
-    """(job type, entity id) → live allocations' (state, slots, backfilled)."""
-    rows = conn.execute(
-        sa.select(t.allocations.c.state, t.allocations.c.slots, t.allocations.c.backfilled,
-                  t.allocations.c.command_id, t.trials.c.experiment_id, t.allocations.c.pending_reason)
-        .select_from(t.allocations.outerjoin(t.trials, t.trials.c.id == t.allocations.c.trial_id))
-        .where(t.allocations.c.state != A.TERMINATED.value)
-    ).all()
-    out: dict[tuple[str, int], list] = {}
-    for r in rows:
-        key = (COMMAND, r.command_id) if r.command_id is not None else (EXPERIMENT, r.experiment_id)
-        out.setdefault(key, []).append((r.state, r.slots, r.backfilled, r.pending_reason))
+def _allocation_slots(conn: Conn) -> dict[tuple[str, int], list[tuple[str, int, bool, str | None]]]:
+    """(job type, entity id) → live allocations' (state, slots, backfilled, pending reason)."""
+    out: dict[tuple[str, int], list[tuple[str, int, bool, str | None]]] = {}
+    for r in allocation_rows.live_with_experiment(conn):
+        key = (COMMAND, r["command_id"]) if r["command_id"] is not None else (EXPERIMENT, r["experiment_id"])
+        out.setdefault(key, []).append((r["state"], r["slots"], r["backfilled"], r["pending_reason"]))
     return out
 
 
-def list_jobs(m: Master, pool: str | None = None) -> list[dict]:
+def list_jobs(m: Master, pool: str | None = None) -> list[dict[str, Any]]:
     """Jobs of live experiments and commands, in queue order, positions numbered from 1."""
     with m.db.begin() as conn:
         exps, cmds = _active_entities(conn)
         allocs = _allocation_slots(conn)
-        rows = conn.execute(sa.select(t.jobs).order_by(t.jobs.c.priority, t.jobs.c.queue_position,
-                                                       t.jobs.c.submitted_at)).mappings().all()
-    out = []
+        rows = job_rows.in_queue_order(conn)
+    out: list[dict[str, Any]] = []
     for row in rows:
         entity = (exps if row["type"] == EXPERIMENT else cmds).get(row["entity_id"])
         if entity is None or (pool and row["resource_pool"] != pool):
@@ -99,47 +94,47 @@ def list_jobs(m: Master, pool: str | None = None) -> list[dict]:
     return out
 
 
-def get_job(m: Master, job_id: str) -> dict:
+def get_job(m: Master, job_id: str) -> dict[str, Any]:
     for job in list_jobs(m):
         if job["job_id"] == job_id:
             return job
     raise NotFoundError(f"job {job_id} not found (or no longer in the queue); see `stalwart job list`")
 
 
-def _row(conn, job_id: str):
-    row = conn.execute(sa.select(t.jobs).where(t.jobs.c.id == job_id)).mappings().first()
+def _row(conn: Conn, job_id: str) -> Row:
+    row = job_rows.find(conn, job_id)
     if row is None:
         raise NotFoundError(f"job {job_id} not found; see `stalwart job list`")
     return row
 
 
-def check_priority(value) -> int:
+def check_priority(value: object) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 99:
         raise InvalidRequest(f"priority: expected an integer from 1 (most urgent) to 99, got {value!r}")
     return value
 
 
-def check_weight(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+def check_weight(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
         raise InvalidRequest(f"weight: expected a number > 0, got {value!r}")
     return float(value)
 
 
-def check_max_slots(value) -> int | None:
+def check_max_slots(value: object) -> int | None:
     if value is None:
         return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise InvalidRequest(f"max_slots: expected an integer >= 0 (or null for no cap), got {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_SLOTS:
+        raise InvalidRequest(f"max_slots: expected an integer in 0..{MAX_SLOTS} (or null for no cap), got {value!r}")
     return value
 
 
-def update_job(m: Master, job_id: str, changes: dict) -> dict:
+def update_job(m: Master, job_id: str, changes: Mapping[str, Any]) -> dict[str, Any]:
     """Change priority / weight / max_slots / resource_pool; unknown keys are refused."""
     allowed = {"priority", "weight", "max_slots", "resource_pool"}
     unknown = sorted(set(changes) - allowed)
     if unknown:
         raise InvalidRequest(f"cannot update {', '.join(unknown)}; a job update takes {', '.join(sorted(allowed))}")
-    values: dict = {}
+    values: dict[str, Any] = {}
     if "priority" in changes:
         values["priority"] = check_priority(changes["priority"])
     if "weight" in changes:
@@ -154,16 +149,18 @@ def update_job(m: Master, job_id: str, changes: dict) -> dict:
     with m.db.begin() as conn:
         _row(conn, job_id)
         if values:
-            conn.execute(t.jobs.update().where(t.jobs.c.id == job_id).values(**values))
+            job_rows.update(conn, job_id, values)
     m.wake_scheduler()
     return get_job(m, job_id)
 
 
-def move_job(m: Master, job_id: str, ahead_of: str | None = None, behind_of: str | None = None) -> list[dict]:
+def move_job(m: Master, job_id: str, ahead_of: str | None = None, behind_of: str | None = None) -> list[dict[str, Any]]:
     """Put a job just ahead of / behind another job of the same priority."""
     if (ahead_of is None) == (behind_of is None):
         raise InvalidRequest("give exactly one of ahead_of or behind_of (a job id)")
-    anchor_id = ahead_of or behind_of
+    anchor_id = ahead_of if ahead_of is not None else behind_of
+    if not anchor_id:
+        raise InvalidRequest("ahead_of / behind_of: expected a job id")
     if anchor_id == job_id:
         raise InvalidRequest("a job cannot move relative to itself")
     with m.db.begin() as conn:
@@ -172,16 +169,14 @@ def move_job(m: Master, job_id: str, ahead_of: str | None = None, behind_of: str
             raise InvalidRequest(
                 f"job {job_id} has priority {job['priority']} and job {anchor_id} has priority {anchor['priority']}; "
                 "the queue is ordered by priority first, so change the priority instead (or as well)")
-        same = conn.execute(sa.select(t.jobs.c.id, t.jobs.c.queue_position).where(
-            t.jobs.c.priority == job["priority"], t.jobs.c.id != job_id
-        ).order_by(t.jobs.c.queue_position, t.jobs.c.submitted_at)).all()
-        idx = [r.id for r in same].index(anchor_id)
+        same = job_rows.others_of_priority(conn, job["priority"], job_id)
+        idx = [other_id for other_id, _ in same].index(anchor_id)
         if ahead_of:
-            before = same[idx - 1].queue_position if idx > 0 else anchor["queue_position"] - 2.0
+            before = same[idx - 1][1] if idx > 0 else anchor["queue_position"] - 2.0
             position = (before + anchor["queue_position"]) / 2
         else:
-            after = same[idx + 1].queue_position if idx + 1 < len(same) else anchor["queue_position"] + 2.0
+            after = same[idx + 1][1] if idx + 1 < len(same) else anchor["queue_position"] + 2.0
             position = (after + anchor["queue_position"]) / 2
-        conn.execute(t.jobs.update().where(t.jobs.c.id == job_id).values(queue_position=position))
+        job_rows.update(conn, job_id, {"queue_position": position})
     m.wake_scheduler()
     return list_jobs(m)

@@ -2,31 +2,21 @@
 
 from __future__ import annotations
 
-import sqlalchemy as sa
+from typing import Any
 
 from stalwart.api.states import AllocationState as A
-from stalwart.db import tables as t
 from stalwart.master.allocations import containers, lifecycle
-from stalwart.master.scheduling.jobs import COMMAND, EXPERIMENT
+from stalwart.master.queries import agents as agent_rows, allocations as allocation_rows, containers as container_rows
+from stalwart.master.queries.rows import Conn
 from stalwart.master.service import Master
 from stalwart.scheduler import AgentState, PoolPolicy, Request, schedule
 
 
-def _live(conn) -> list[dict]:
-    j = t.jobs
-    q = (
-        sa.select(t.allocations, j.c.id.label("job_id"), j.c.priority, j.c.weight, j.c.max_slots,
-                  j.c.resource_pool, j.c.queue_position)
-        .select_from(
-            t.allocations.outerjoin(t.trials, t.trials.c.id == t.allocations.c.trial_id).outerjoin(j, sa.or_(
-                sa.and_(j.c.type == EXPERIMENT, j.c.entity_id == t.trials.c.experiment_id),
-                sa.and_(j.c.type == COMMAND, j.c.entity_id == t.allocations.c.command_id))))
-        .where(t.allocations.c.state != A.TERMINATED.value)
-    )
-    return [dict(r) for r in conn.execute(q).mappings()]
+def _live(conn: Conn) -> list[dict[str, Any]]:
+    return allocation_rows.live_with_jobs(conn)
 
 
-def _request(row: dict, placed: dict[str, list]) -> Request:
+def _request(row: dict[str, Any], placed: dict[str, list[tuple[str, tuple[int, ...]]]]) -> Request:
     return Request(
         allocation_id=row["id"], job_id=row["job_id"] or row["id"], slots=row["slots"],
         resource_pool=row["resource_pool"] or "default",
@@ -39,13 +29,13 @@ def _request(row: dict, placed: dict[str, list]) -> Request:
     )
 
 
-def _agents(conn) -> list[AgentState]:
+def _agents(conn: Conn) -> list[AgentState]:
     used = containers.used_slots(conn)
     return [
         AgentState(a["id"], a["resource_pool"], a["slots"],
                    tuple(i for i in range(a["slots"]) if i not in used.get(a["id"], set())),
                    accepting=bool(a["connected"] and a["enabled"] and not a["draining"]))
-        for a in conn.execute(sa.select(t.agents)).mappings()
+        for a in agent_rows.every(conn)
     ]
 
 
@@ -54,26 +44,17 @@ def policies(m: Master) -> dict[str, PoolPolicy]:
             for p in m.settings.cluster.pools}
 
 
-def place(m: Master, conn) -> None:
+def place(m: Master, conn: Conn) -> None:
     rows = _live(conn)
     if not any(r["state"] == A.PENDING.value for r in rows):
         return
-    placed: dict[str, list] = {}
-    for c in conn.execute(sa.select(t.allocation_containers).where(
-            t.allocation_containers.c.state != A.TERMINATED.value)
-            .order_by(t.allocation_containers.c.container_rank)).mappings():
-        placed.setdefault(c["allocation_id"], []).append((c["agent_id"], tuple(c["slot_ids"] or ())))
+    placed = container_rows.live_placements(conn)
     decision = schedule([_request(r, placed) for r in rows], _agents(conn), policies(m))
     for start in decision.starts:
         chief, chief_slots = start.containers[0]
-        n = conn.execute(
-            t.allocations.update()
-            .where(t.allocations.c.id == start.allocation_id, t.allocations.c.state == A.PENDING.value)
-            .values(state=A.ASSIGNED.value, agent_id=chief, slot_ids=list(chief_slots), backfilled=start.backfilled,
-                    pending_reason=None,
-                    rendezvous_port=containers.rendezvous_port(start.allocation_id) if len(start.containers) > 1 else None)
-        ).rowcount
-        if n:
+        gang_port = containers.rendezvous_port(start.allocation_id) if len(start.containers) > 1 else None
+        if allocation_rows.assign(conn, start.allocation_id, agent_id=chief, slot_ids=list(chief_slots),
+                                  backfilled=start.backfilled, rendezvous_port=gang_port):
             containers.add(conn, start.allocation_id, start.containers)
             for agent_id, _ in start.containers:
                 m.signals.notify(f"agent:{agent_id}")
@@ -81,5 +62,4 @@ def place(m: Master, conn) -> None:
         lifecycle.request_preemption(m, conn, allocation_id)
     for r in rows:
         if r["state"] == A.PENDING.value and r["pending_reason"] != decision.unschedulable.get(r["id"]):
-            conn.execute(t.allocations.update().where(t.allocations.c.id == r["id"])
-                         .values(pending_reason=decision.unschedulable.get(r["id"])))
+            allocation_rows.set_pending_reason(conn, r["id"], decision.unschedulable.get(r["id"]))

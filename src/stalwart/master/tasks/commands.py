@@ -6,28 +6,29 @@ from __future__ import annotations
 import io
 import tarfile
 from collections.abc import Callable
-
-import sqlalchemy as sa
+from typing import Any
 
 from stalwart.api.errors import ConfigError, InvalidStateError
 from stalwart.api.states import AllocationState as A, ExitReason
 from stalwart.config import views
 from stalwart.config._schema import Field, Problems, any_map, check_section, integer, list_of, number, string
+from stalwart.config.sections import slot_count
 from stalwart.context import ArchiveLimits, validate_archive
-from stalwart.db import tables as t
 from stalwart.master.allocations import lifecycle
 from stalwart.master.allocations.env import base_env
+from stalwart.master.queries import allocations as allocation_rows, commands as command_rows
+from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.scheduling import jobs
 from stalwart.master.service import Master, new_id, now
 
 ACTIVE, COMPLETED, ERROR, CANCELED = "ACTIVE", "COMPLETED", "ERROR", "CANCELED"
 
 _RESOURCES = {
-    "slots": Field(integer(0), default=1),
+    "slots": Field(slot_count, default=1),
     "priority": Field(integer(1, 99)),
     "weight": Field(number(minimum=0), default=1),
     "resource_pool": Field(string(), default=""),
-    "max_slots": Field(integer(0)),
+    "max_slots": Field(slot_count),
 }
 _LOOSE = Field(lambda v, p, pr: v)  # Determined task keys Stalwart accepts and does not use
 COMMAND_SPEC = {
@@ -69,8 +70,9 @@ def check_command(m: Master, config: dict, archive: bytes | None, *,
     return cfg
 
 
-def _slots(res: dict) -> int:
-    return int(res.get("slots") if res.get("slots") is not None else 1)
+def _slots(res: dict[str, Any]) -> int:
+    slots = res.get("slots")
+    return 1 if slots is None else int(slots)
 
 
 def create_command(m: Master, config: dict, archive: bytes | None, owner: str, *, checked: dict | None = None) -> int:
@@ -80,24 +82,22 @@ def create_command(m: Master, config: dict, archive: bytes | None, owner: str, *
     slots = _slots(res)
     pool = jobs.resolve_pool(m, res.get("resource_pool") or None, slots)
     with m.db.begin() as conn:
-        cmd_id = conn.execute(t.commands.insert().values(
-            description=cfg["description"][:512], owner=owner, config=cfg, archive=archive or _empty_archive(),
-            state=ACTIVE, created_at=now())).inserted_primary_key[0]
+        cmd_id = command_rows.insert(
+            conn, description=cfg["description"][:512], owner=owner, config=cfg, archive=archive or _empty_archive(),
+            state=ACTIVE, created_at=now())
         jobs.create_job(m, conn, jobs.COMMAND, cmd_id, res, pool)
-        conn.execute(t.allocations.insert().values(
-            id=new_id(), trial_id=None, command_id=cmd_id, run_id=1, slots=slots, slot_ids=[],
-            state=A.PENDING.value, preempt_requested=False, preempt_acked=False, kill_requested=False,
-            created_at=now()))
+        allocation_rows.insert_pending(conn, new_id(), trial_id=None, command_id=cmd_id, run_id=1, slots=slots,
+                                       created_at=now())
     m.wake_scheduler()
     return cmd_id
 
 
-def allocation_of(conn, cmd_id: int):
-    return conn.execute(sa.select(t.allocations).where(t.allocations.c.command_id == cmd_id)
-                        .order_by(t.allocations.c.created_at.desc()).limit(1)).mappings().first()
+def allocation_of(conn: Conn, cmd_id: int) -> Row | None:
+    """The command's allocation (its newest, should there be more), or None."""
+    return allocation_rows.latest_of_command(conn, cmd_id)
 
 
-def allocation_ended(m: Master, conn, alloc, exit_code: int | None, reason: ExitReason) -> None:
+def allocation_ended(m: Master, conn: Conn, alloc: Row, exit_code: int | None, reason: ExitReason) -> None:
     """A command runs once: its end (or its agent's loss) ends the command."""
     if alloc["kill_requested"] or reason is ExitReason.KILLED:
         state = CANCELED
@@ -105,26 +105,24 @@ def allocation_ended(m: Master, conn, alloc, exit_code: int | None, reason: Exit
         state = COMPLETED
     else:
         state = ERROR
-    conn.execute(t.commands.update().where(t.commands.c.id == alloc["command_id"], t.commands.c.state == ACTIVE)
-                 .values(state=state, exit_code=exit_code, ended_at=now()))
+    command_rows.end_if(conn, alloc["command_id"], ACTIVE, state=state, exit_code=exit_code, ended_at=now())
 
 
 def kill(m: Master, cmd_id: int) -> None:
     with m.db.begin() as conn:
-        cmd = Master.get_row(conn, t.commands, cmd_id, "command")
+        cmd = command_rows.get(conn, cmd_id)
         if cmd["state"] != ACTIVE:
             raise InvalidStateError(f"command {cmd_id} is already {cmd['state']}")
         alloc = allocation_of(conn, cmd_id)
         if alloc is None or alloc["state"] == A.PENDING.value:
             if alloc is not None:
                 lifecycle.allocation_exited(m, conn, alloc["id"], None, ExitReason.KILLED)
-            conn.execute(t.commands.update().where(t.commands.c.id == cmd_id)
-                         .values(state=CANCELED, ended_at=now()))
+            command_rows.set_ended(conn, cmd_id, state=CANCELED, ended_at=now())
             return
         lifecycle.request_kill(m, conn, alloc)
 
 
-def view(cmd, alloc, pool: str | None) -> dict:
+def view(cmd: Row, alloc: Row | None, pool: str | None) -> dict[str, Any]:
     state = alloc["state"] if alloc is not None and cmd["state"] == ACTIVE else "TERMINATED"
     return {"id": cmd["id"], "type": "COMMAND", "description": cmd["description"], "state": state,
             "owner": cmd["owner"], "resource_pool": pool, "created_at": cmd["created_at"],
@@ -133,8 +131,8 @@ def view(cmd, alloc, pool: str | None) -> dict:
             "pending_reason": alloc["pending_reason"] if alloc is not None else None}
 
 
-def start_order(m: Master, conn, alloc, container: dict) -> dict:
-    cmd = Master.get_row(conn, t.commands, alloc["command_id"], "command")
+def start_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any]) -> dict[str, Any]:
+    cmd = command_rows.get(conn, alloc["command_id"])
     cfg = cmd["config"]
     token = m.allocation_token(alloc["id"])
     task_id = f"command-{cmd['id']}"

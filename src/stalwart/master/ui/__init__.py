@@ -6,10 +6,10 @@ metrics index in a background thread (unless `MasterSettings.ui_metrics_index` i
 
 from __future__ import annotations
 
-from fastapi import FastAPI, Request
-from fastapi.exception_handlers import http_exception_handler
+from fastapi import FastAPI, Request, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from stalwart.master.errors import http_error
 from stalwart.master.routes import series as series_routes, ui as ui_routes
 from stalwart.master.ui import pages
 from stalwart.master.ui.metrics_index import MetricsIndex
@@ -25,10 +25,10 @@ def install(app: FastAPI) -> FastAPI:
     app.include_router(ui_routes.router)
 
     @app.exception_handler(StarletteHTTPException)
-    async def html_not_found(request: Request, exc: StarletteHTTPException):
+    async def html_not_found(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 404 and pages.wants_html(request):
             return pages.error_page(404, f"There is no page at {request.url.path}.")
-        return await http_exception_handler(request, exc)
+        return await http_error(request, exc)
 
     return app
 

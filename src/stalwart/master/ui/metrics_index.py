@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterable, Sequence
+from typing import TypedDict
 
 import sqlalchemy as sa
 
-from stalwart.db import tables as t
+from stalwart.db import Database, tables as t
 from stalwart.master.downsample import SeriesSummary
 
 log = logging.getLogger(__name__)
@@ -16,8 +18,49 @@ log = logging.getLogger(__name__)
 TERMINAL = ("COMPLETED", "CANCELED", "ERROR")
 CHUNK = 50_000
 
+MetricRow = sa.Row[int, int, str, int, float, str, float]
+"""(metrics id, trial, group, steps, report time, name, value) of one numeric metric."""
+
+
+class Validation(TypedDict):
+    """A validation value of the searcher metric and the steps it was reported at."""
+
+    value: float
+    steps_completed: int
+
+
+class TrialStats(TypedDict):
+    """A trial's progress and searcher metric: best and latest validation (None when unknown)."""
+
+    steps_completed: int
+    best_validation: Validation | None
+    latest_validation: Validation | None
+    validations: int | None  # None: not counted (the SQL fallback)
+
+
+class ExperimentBest(TypedDict):
+    """An experiment's best validation of its searcher metric, and the trial that reported it."""
+
+    value: float
+    trial_id: int
+    steps_completed: int
+    metric: str | None
+
+
+class IndexState(TypedDict):
+    """Whether the index is built, what it holds and what stopped its build (GET /api/v1/ui/status)."""
+
+    ready: bool
+    rows_folded: int
+    trials: int
+    build_seconds: float | None
+    memory_bytes: int
+    error: str | None
+
 
 class TrialEntry:
+    """One trial in the index: its state, its summaries per group and metric, and how many rows they hold."""
+
     __slots__ = ("experiment_id", "runs", "state", "groups", "rows", "dirty", "rebuilt_at")
 
     def __init__(self, experiment_id: int, runs: int, state: str) -> None:
@@ -39,7 +82,7 @@ class MetricsIndex:
     Built in a background thread at start; until `ready`, callers use their SQL fallbacks.
     """
 
-    def __init__(self, db, leaves: int = 256, max_leaves: int = 2048, min_refresh_s: float = 0.5) -> None:
+    def __init__(self, db: Database, leaves: int = 256, max_leaves: int = 2048, min_refresh_s: float = 0.5) -> None:
         self.db = db
         self.leaves = leaves
         # Long, dense series (>= 48 points a leaf) keep up to this many leaves (96 KiB): more than 1,024 used,
@@ -103,7 +146,7 @@ class MetricsIndex:
             self.max_trial_id = max(self.max_trial_id, tid)
         return entry
 
-    def _numbers(self, conn, where: str, params: dict):
+    def _numbers(self, conn: sa.Connection, where: str, params: dict[str, int]) -> Sequence[MetricRow]:
         """(metrics id, trial, group, steps, report time, name, value) of every numeric metric, in id order."""
         if conn.dialect.name == "postgresql":
             sql = ("SELECT m.id, m.trial_id, m.group_name, m.steps_completed, m.report_time, j.key, "
@@ -129,9 +172,9 @@ class MetricsIndex:
         self.hwm = upto
         return top - upto
 
-    def _fold(self, rows) -> None:
+    def _fold(self, rows: Iterable[MetricRow]) -> None:
         """Add (id, trial, group, steps, time, name, value) rows to the summaries, one batch per series."""
-        batches: dict[tuple, tuple[list, list, list]] = {}
+        batches: dict[tuple[int, str, str], tuple[list[float], list[float], list[float]]] = {}
         last_id = None
         for rid, tid, group, steps, rtime, name, value in rows:
             b = batches.get((tid, group, name))
@@ -190,7 +233,7 @@ class MetricsIndex:
         finally:
             self._lock.release()
 
-    def reading(self):
+    def reading(self) -> threading.RLock:
         """Hold this while reading summaries off the event loop (refresh skips while it is held)."""
         return self._lock
 
@@ -223,12 +266,12 @@ class MetricsIndex:
     def trial_ids(self, experiment_id: int) -> list[int]:
         return list(self.by_exp.get(experiment_id, ()))
 
-    def version(self, trial_ids) -> int:
+    def version(self, trial_ids: Iterable[int]) -> int:
         return sum(self.trials[tid].rows for tid in trial_ids if tid in self.trials)
 
-    def names(self, trial_ids, group: str | None = None) -> dict[str, list[str]]:
+    def names(self, trial_ids: Iterable[int], group: str | None = None) -> dict[str, list[str]]:
         """{group: sorted metric names} over the given trials (one group when `group` is given)."""
-        out: dict[str, set] = {}
+        out: dict[str, set[str]] = {}
         for tid in trial_ids:
             e = self.trials.get(tid)
             if e is None:
@@ -238,36 +281,41 @@ class MetricsIndex:
                     out.setdefault(g, set()).update(series)
         return {g: sorted(v) for g, v in sorted(out.items())}
 
-    def trial_stats(self, trial_id: int, metric: str | None, smaller_is_better: bool) -> dict:
+    def trial_stats(self, trial_id: int, metric: str | None, smaller_is_better: bool) -> TrialStats:
         """steps_completed, best and latest validation of `metric` for one trial (None when unknown)."""
         e = self.trials.get(trial_id)
-        out = {"steps_completed": 0, "best_validation": None, "latest_validation": None, "validations": 0}
+        out: TrialStats = {"steps_completed": 0, "best_validation": None, "latest_validation": None, "validations": 0}
         if e is None:
             return out
         for series in e.groups.values():
-            for s in series.values():
-                if s.last_x is not None:
-                    out["steps_completed"] = max(out["steps_completed"], int(s.last_x))
+            for summary in series.values():
+                if summary.last_x is not None:
+                    out["steps_completed"] = max(out["steps_completed"], int(summary.last_x))
         s = e.groups.get("validation", {}).get(metric) if metric else None
-        if s is not None and s.n:
-            value, x = s.best(smaller_is_better)
+        best = s.best(smaller_is_better) if s is not None else None  # None also when the series is empty
+        if s is not None and best is not None and s.last_x is not None and s.last_y is not None:
+            value, x = best
             out["best_validation"] = {"value": value, "steps_completed": int(x)}
             out["latest_validation"] = {"value": s.last_y, "steps_completed": int(s.last_x)}
             out["validations"] = s.n
         return out
 
-    def experiment_best(self, experiment_id: int, metric: str | None, smaller_is_better: bool) -> dict | None:
-        best = None
+    def experiment_best(self, experiment_id: int, metric: str | None, smaller_is_better: bool
+                        ) -> ExperimentBest | None:
+        """The best validation of `metric` over the experiment's trials (None when none has one)."""
+        best: ExperimentBest | None = None
         for tid in self.by_exp.get(experiment_id, ()):
             s = self.summary(tid, "validation", metric) if metric else None
-            if s is None or not s.n:
+            found = s.best(smaller_is_better) if s is not None else None  # None also when the series is empty
+            if found is None:
                 continue
-            value, x = s.best(smaller_is_better)
+            value, x = found
             if best is None or (value < best["value"] if smaller_is_better else value > best["value"]):
                 best = {"value": value, "trial_id": tid, "steps_completed": int(x), "metric": metric}
         return best
 
-    def status(self) -> dict:
+    def status(self) -> IndexState:
+        """The index's state, for GET /api/v1/ui/status (api.models.ui.IndexStatus)."""
         with self._lock:
             nbytes = sum(s.nbytes() for e in self.trials.values() for g in e.groups.values() for s in g.values())
         return {"ready": self.ready, "rows_folded": self.rows_folded, "trials": len(self.trials),

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlencode
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from stalwart.api.errors import ConfigError, InvalidRequest
+from stalwart.api.models.common import JsonObject
 from stalwart.db import tables as t
 from stalwart.master import views
 from stalwart.master.scheduling import fit
 from stalwart.master.service import Master
 from stalwart.master.ui import metric_choice
+from stalwart.master.ui.metrics_index import MetricsIndex, TrialStats
 from stalwart.searcher.space import HParamSpace
 
 E = t.experiments.c
@@ -27,22 +31,33 @@ TRIAL_SORTS = ("id", "state", "restarts", "steps_completed", "best_validation", 
                "duration")
 
 
-def flatten(hp, prefix: str = "") -> dict:
+SortKey = tuple[int, float, str]
+"""(kind, number, text): None last, numbers before text."""
+
+
+def ready_index(idx: MetricsIndex | None) -> MetricsIndex | None:
+    """The metrics index when it is built (pages then read it), else None (pages fall back to SQL)."""
+    return idx if idx is not None and idx.ready else None
+
+
+def flatten(hp: object, prefix: str = "") -> JsonObject:
     """Nested hyperparameters as {dotted.key: value}."""
     if not isinstance(hp, dict):
         return {prefix or "value": hp}
-    out = {}
+    out: JsonObject = {}
     for k, v in hp.items():
         key = f"{prefix}.{k}" if prefix else str(k)
         out.update(flatten(v, key) if isinstance(v, dict) else {key: v})
     return out
 
 
-def _duration(row, now: float) -> float:
-    return max(0.0, (row["ended_at"] or now) - row["created_at"])
+def _duration(row: views.RowLike, now: float) -> float:
+    ended: float = row["ended_at"] or now
+    created: float = row["created_at"]
+    return max(0.0, ended - created)
 
 
-def _sort_key(value):
+def _sort_key(value: object) -> SortKey:
     """Sort None last, numbers before text, without comparing across types."""
     if value is None:
         return (2, 0, "")
@@ -53,7 +68,7 @@ def _sort_key(value):
     return (1, 0, json.dumps(value) if not isinstance(value, str) else value.lower())
 
 
-def _check_sort(sort: str, order: str, allowed, what: str) -> None:
+def _check_sort(sort: str, order: str, allowed: Sequence[str], what: str) -> None:
     if sort not in allowed and not (what == "trials" and sort.startswith("hp.")):
         raise InvalidRequest(f"sort: expected one of {', '.join(allowed)}{' or hp.<name>' if what == 'trials' else ''}"
                              f", got {sort!r}")
@@ -68,7 +83,7 @@ def _page(limit: int, offset: int) -> None:
         raise InvalidRequest(f"offset: expected >= 0, got {offset}")
 
 
-def _label_filter(conn, label: str):
+def _label_filter(conn: sa.Connection, label: str) -> sa.ColumnElement[bool]:
     if conn.dialect.name == "postgresql":
         return sa.type_coerce(E.labels, postgresql.JSONB).contains([label])
     return sa.exists(sa.select(sa.literal(1)).select_from(sa.func.json_each(E.labels).table_valued("value"))
@@ -78,7 +93,7 @@ def _label_filter(conn, label: str):
 ENDED_EARLY = ("ERROR", "CANCELED", "STOPPING_ERROR", "STOPPING_CANCELED", "STOPPING_KILLED")
 
 
-def work_done(conn, exp_ids: list[int]) -> dict[int, float]:
+def work_done(conn: sa.Connection, exp_ids: list[int]) -> dict[int, float]:
     """Of experiments that ended early: the share of their trials' training actually done (a completed trial
     counts whole, any other its own progress); the searcher's own figure counts failed trials as finished."""
     if not exp_ids:
@@ -90,7 +105,7 @@ def work_done(conn, exp_ids: list[int]) -> dict[int, float]:
     return {exp_id: 0.0 for exp_id in exp_ids} | {exp_id: float(v or 0.0) for exp_id, v in rows}
 
 
-def show_progress(d: dict, done: dict[int, float]) -> dict:
+def show_progress(d: JsonObject, done: dict[int, float]) -> JsonObject:
     """`progress` as the page shows it: for an experiment that ended early, no more than the work done
     (`searcher_progress` keeps the searcher's figure)."""
     d["searcher_progress"] = d["progress"]
@@ -99,14 +114,16 @@ def show_progress(d: dict, done: dict[int, float]) -> dict:
     return d
 
 
-def experiment_filters(conn, q: str = "", state: str = "", label: str = "", owner: str = "",
-                       archived: str = "false") -> list:
-    where = []
+def experiment_filters(conn: sa.Connection, q: str = "", state: str = "", label: str = "", owner: str = "",
+                       archived: str = "false") -> list[sa.ColumnElement[bool]]:
+    """The WHERE terms of the experiments list's filters; a clear error names a bad `state` or `archived`."""
+    where: list[sa.ColumnElement[bool]] = []
     if q:
         like = "%" + q.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        terms = [sa.func.lower(E.name).like(like, escape="\\"), sa.func.lower(E.description).like(like, escape="\\"),
-                 sa.func.lower(E.owner).like(like, escape="\\"),
-                 sa.func.lower(sa.cast(E.labels, sa.Text)).like(like, escape="\\")]
+        terms: list[sa.ColumnElement[bool]] = [
+            sa.func.lower(E.name).like(like, escape="\\"), sa.func.lower(E.description).like(like, escape="\\"),
+            sa.func.lower(E.owner).like(like, escape="\\"),
+            sa.func.lower(sa.cast(E.labels, sa.Text)).like(like, escape="\\")]
         if q.strip().isdigit():
             terms.append(E.id == int(q.strip()))
         where.append(sa.or_(*terms))
@@ -127,13 +144,14 @@ def experiment_filters(conn, q: str = "", state: str = "", label: str = "", owne
     return where
 
 
-def experiments_page(m: Master, idx, *, q: str = "", state: str = "", label: str = "", owner: str = "",
-                     archived: str = "false", sort: str = "id", order: str = "desc", limit: int = 50,
-                     offset: int = 0) -> dict:
+def experiments_page(m: Master, idx: MetricsIndex | None, *, q: str = "", state: str = "", label: str = "",
+                     owner: str = "", archived: str = "false", sort: str = "id", order: str = "desc", limit: int = 50,
+                     offset: int = 0) -> JsonObject:
+    """The experiments list: filtered, sorted and paged, each with its best validation when the index is built."""
     _check_sort(sort, order, EXP_SORTS, "experiments")
     _page(limit, offset)
     now = time.time()
-    ready = idx is not None and idx.ready
+    built = ready_index(idx)
     with m.db.begin() as conn:
         where = experiment_filters(conn, q, state, label, owner, archived)
         total = conn.execute(sa.select(sa.func.count()).select_from(t.experiments).where(*where)).scalar()
@@ -146,16 +164,18 @@ def experiments_page(m: Master, idx, *, q: str = "", state: str = "", label: str
         if sort == "best":
             rows = conn.execute(base).mappings().all()
         else:
-            key = {"duration": sa.func.coalesce(E.ended_at, now) - E.created_at,
-                   "num_trials": sa.literal_column("num_trials")}.get(sort, getattr(E, sort, None))
+            computed: dict[str, sa.ColumnElement[float]] = {
+                "duration": sa.func.coalesce(E.ended_at, now) - E.created_at,
+                "num_trials": sa.literal_column("num_trials")}
+            key = computed[sort] if sort in computed else E[sort]  # _check_sort let only these through
             rows = conn.execute(base.order_by(direction(key), direction(E.id)).limit(limit).offset(offset)
                                 ).mappings().all()
-        items = []
+        items: list[JsonObject] = []
         for r in rows:
             d = views.experiment(r)
             d["num_trials"] = r["num_trials"]
             d["duration_s"] = _duration(r, now)
-            d["best"] = idx.experiment_best(r["id"], d["metric"], d["smaller_is_better"]) if ready else None
+            d["best"] = built.experiment_best(r["id"], d["metric"], d["smaller_is_better"]) if built else None
             items.append(d)
         if sort == "best":
             items.sort(key=lambda d: _sort_key(d["best"]["value"] if d["best"] else None), reverse=order == "desc")
@@ -164,13 +184,13 @@ def experiments_page(m: Master, idx, *, q: str = "", state: str = "", label: str
     items = [show_progress(d, done) for d in items]
     return {"experiments": items, "total": total, "offset": offset, "limit": limit, "sort": sort, "order": order,
             "filters": {"q": q, "state": state, "label": label, "owner": owner, "archived": archived},
-            "states": list(STATES), "index_ready": ready}
+            "states": list(STATES), "index_ready": built is not None}
 
 
-def _trial_stats_sql(conn, trial_id: int, metric: str | None) -> dict:
+def _trial_stats_sql(conn: sa.Connection, trial_id: int, metric: str | None) -> TrialStats:
     """Fallback while the metrics index builds: steps and latest validation by index seeks; best unknown."""
     m = t.metrics.c
-    out = {"steps_completed": 0, "best_validation": None, "latest_validation": None, "validations": None}
+    out: TrialStats = {"steps_completed": 0, "best_validation": None, "latest_validation": None, "validations": None}
     for group in ("training", "validation"):
         row = conn.execute(sa.select(m.steps_completed, m.metrics).where(m.trial_id == trial_id, m.group_name == group)
                            .order_by(m.steps_completed.desc()).limit(1)).first()
@@ -182,19 +202,22 @@ def _trial_stats_sql(conn, trial_id: int, metric: str | None) -> dict:
     return out
 
 
-def experiment_head(row, idx, now: float) -> dict:
+def experiment_head(row: views.RowLike, idx: MetricsIndex | None, now: float) -> JsonObject:
+    """The experiment as its page's header shows it: its view, duration and best validation."""
     d = views.experiment(row)
     d["duration_s"] = _duration(row, now)
-    d["best"] = idx.experiment_best(row["id"], d["metric"], d["smaller_is_better"]) if idx and idx.ready else None
+    built = ready_index(idx)
+    d["best"] = built.experiment_best(row["id"], d["metric"], d["smaller_is_better"]) if built else None
     return d
 
 
-def experiment_page(m: Master, idx, exp_id: int, *, sort: str = "id", order: str = "asc", limit: int = 50,
-                    offset: int = 0) -> dict:
+def experiment_page(m: Master, idx: MetricsIndex | None, exp_id: int, *, sort: str = "id", order: str = "asc",
+                    limit: int = 50, offset: int = 0) -> JsonObject:
+    """The experiment page: its header, searcher, a sorted page of its trials and what its chart shows first."""
     _check_sort(sort, order, TRIAL_SORTS, "trials")
     _page(limit, offset)
     now = time.time()
-    ready = idx is not None and idx.ready
+    built = ready_index(idx)
     with m.db.begin() as conn:
         row = Master.get_row(conn, t.experiments, exp_id, "experiment")
         head = experiment_head(row, idx, now)
@@ -206,14 +229,15 @@ def experiment_page(m: Master, idx, exp_id: int, *, sort: str = "id", order: str
                       tc.created_at, tc.ended_at, tc.error_message)
             .where(tc.experiment_id == exp_id).order_by(tc.id)).mappings().all()
         metric, smaller = head["metric"], head["smaller_is_better"]
-        items = []
+        items: list[JsonObject] = []
         for r in trials:
             d = dict(r)
             d["hparams"] = flatten(r["hparams"])
             d["duration_s"] = _duration(r, now)
-            if ready:
-                d.update(idx.trial_stats(r["id"], metric, smaller))
+            if built:
+                d.update(built.trial_stats(r["id"], metric, smaller))
             items.append(d)
+        key: Callable[[JsonObject], SortKey]
         if sort.startswith("hp."):
             key = lambda d: _sort_key(d["hparams"].get(sort[3:]))  # noqa: E731
         elif sort in ("best_validation", "latest_validation"):
@@ -222,7 +246,7 @@ def experiment_page(m: Master, idx, exp_id: int, *, sort: str = "id", order: str
             key = lambda d: _sort_key(d.get(sort))  # noqa: E731
         items.sort(key=key, reverse=order == "desc")
         page = items[offset:offset + limit]
-        if not ready:
+        if not built:
             for d in page:
                 d.update(_trial_stats_sql(conn, d["id"], metric))
     by_state: dict[str, int] = {}
@@ -232,7 +256,7 @@ def experiment_page(m: Master, idx, exp_id: int, *, sort: str = "id", order: str
     ids = [d["id"] for d in items]
     cfg = row["config"]
     searcher = cfg.get("searcher", {})
-    names = idx.names(ids) if ready else {"validation": [metric] if metric else []}
+    names = built.names(ids) if built else {"validation": [metric] if metric else []}
     default = metric_choice.experiment_default(names, metric)
     return {
         "experiment": head,
@@ -248,8 +272,8 @@ def experiment_page(m: Master, idx, exp_id: int, *, sort: str = "id", order: str
                                                                        for d in items[:1]),
         # The master has no job queue yet: these stay None (shown as "—") until GET /api/v1/jobs exists.
         "job_placeholder": {"queue_position": None, "priority": None},
-        "metrics_version": idx.version(ids) if ready else None,
-        "index_ready": ready,
+        "metrics_version": built.version(ids) if built else None,
+        "index_ready": built is not None,
         # the chart's first request, also preloaded by the page's HTML
         "series_url": f"/api/v1/experiments/{exp_id}/metrics/series?" + urlencode(
             {"group": default["group"], "x": "batches", "max_points": EXP_SERIES_POINTS, "format": "f32",
@@ -257,16 +281,16 @@ def experiment_page(m: Master, idx, exp_id: int, *, sort: str = "id", order: str
     }
 
 
-def hparam_specs(config_hparams) -> dict[str, dict]:
+def hparam_specs(config_hparams: Mapping[str, Any] | None) -> dict[str, JsonObject]:
     """{dotted name: {kind, ...}} of the config's hyperparameters: the range of int/double/log ones (log: the
     values' bounds and base), the values of categorical ones, the value of constants."""
     try:
         leaves = HParamSpace(config_hparams).leaves
     except ConfigError:
         return {}
-    out: dict[str, dict] = {}
+    out: dict[str, JsonObject] = {}
     for leaf in leaves:
-        spec = {"kind": leaf.kind}
+        spec: JsonObject = {"kind": leaf.kind}
         if leaf.kind in ("int", "double", "log"):
             spec.update(low=leaf.low(), high=leaf.high())
             if leaf.kind == "log":
@@ -279,24 +303,24 @@ def hparam_specs(config_hparams) -> dict[str, dict]:
     return out
 
 
-def hparams_view(m: Master, idx, exp_id: int) -> dict:
+def hparams_view(m: Master, idx: MetricsIndex | None, exp_id: int) -> JsonObject:
     """Every trial's flattened hyperparameters and its best searcher metric, for the hyperparameter charts.
 
     `hp_keys` are the hyperparameters that vary (an axis each, scaled as the config says: `hp_specs`);
     `constants` those every trial has the same (listed apart: an axis of one value would invent a range)."""
-    ready = idx is not None and idx.ready
+    built = ready_index(idx)
     with m.db.begin() as conn:
         row = Master.get_row(conn, t.experiments, exp_id, "experiment")
         trials = conn.execute(sa.select(t.trials.c.id, t.trials.c.state, t.trials.c.hparams)
                               .where(t.trials.c.experiment_id == exp_id).order_by(t.trials.c.id)).all()
     searcher = row["config"].get("searcher", {})
     metric, smaller = searcher.get("metric"), searcher.get("smaller_is_better", True)
-    out = []
+    out: list[JsonObject] = []
     for tid, state, hp in trials:
-        best = idx.trial_stats(tid, metric, smaller)["best_validation"] if ready else None
+        best = built.trial_stats(tid, metric, smaller)["best_validation"] if built else None
         out.append({"id": tid, "state": state, "hparams": flatten(hp), "value": best["value"] if best else None})
     specs = hparam_specs(row["config"].get("hyperparameters"))
-    constants: dict = {}
+    constants: JsonObject = {}
     varying: list[str] = []
     for key in sorted({k for d in out for k in d["hparams"]} | set(specs)):
         values = [d["hparams"].get(key) for d in out]
@@ -307,4 +331,4 @@ def hparams_view(m: Master, idx, exp_id: int) -> dict:
             varying.append(key)
     return {"experiment_id": exp_id, "metric": metric, "smaller_is_better": smaller, "hp_keys": varying,
             "hp_specs": {k: specs[k] for k in varying if k in specs}, "constants": constants,
-            "trials": out, "index_ready": ready}
+            "trials": out, "index_ready": built is not None}

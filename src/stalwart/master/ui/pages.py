@@ -7,12 +7,14 @@ import hashlib
 import json
 import pathlib
 import re
+from collections.abc import Sequence
 
 import jinja2
 from fastapi import Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
 import stalwart
+from stalwart.api.errors import NotFoundError
 
 HERE = pathlib.Path(__file__).parent
 STATIC = HERE / "static"
@@ -46,7 +48,7 @@ _IMPORT = re.compile(r'^import\s[^;]*?from\s+"\./([\w.-]+\.js)"|^import\s+"\./([
 _VENDOR = re.compile(r'from\s+"\.\./(vendor/[\w./-]+\.js)"')
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def module_closure(entry: str) -> list[str]:
     """Every module `js/<entry>` imports, directly or not (paths under static/), for <link rel=modulepreload>."""
     seen: list[str] = []
@@ -61,15 +63,15 @@ def module_closure(entry: str) -> list[str]:
     return seen
 
 
-def json_for_html(data) -> str:
+def json_for_html(data: object) -> str:
     """JSON safe inside <script type="application/json">: no '<', '>' or '&' can end the element."""
     text = json.dumps(data, separators=(",", ":"), allow_nan=False, default=str)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").replace("\u2028", "\\u2028") \
         .replace("\u2029", "\\u2029")
 
 
-def render(template: str, *, title: str, page: str, model=None, status: int = 200, entry: str | None = None,
-           preload: list[str] | tuple = (), **ctx) -> HTMLResponse:
+def render(template: str, *, title: str, page: str, model: object = None, status: int = 200, entry: str | None = None,
+           preload: Sequence[str] = (), **ctx: object) -> HTMLResponse:
     """Render a page; `entry` is its JS module (all its imports are preloaded), `preload` URLs it will fetch."""
     html = _env.get_template(template).render(
         title=title, page=page, static=f"/ui/static/{VERSION}", version=stalwart.__version__,
@@ -93,7 +95,7 @@ def static_file(path: str) -> Response:
     """A file under static/ (never outside it), cached for a year: its URL changes when the files do."""
     target = (STATIC / path).resolve()
     if not target.is_relative_to(STATIC.resolve()) or not target.is_file():
-        return Response("not found", status_code=404, media_type="text/plain")
+        raise NotFoundError(f"no static file {path!r}")
     return FileResponse(target, media_type=TYPES.get(target.suffix, "application/octet-stream"),
                         headers={"Cache-Control": "public, max-age=31536000, immutable",
                                  "X-Content-Type-Options": "nosniff"})

@@ -8,33 +8,35 @@ from urllib.parse import urlencode
 import sqlalchemy as sa
 
 from stalwart.api.errors import InvalidRequest
+from stalwart.api.models.common import JsonObject
 from stalwart.db import tables as t
 from stalwart.master import views
-from stalwart.master.routes.series import metric_names
+from stalwart.master.queries.metrics import metric_names
 from stalwart.master.service import Master
 from stalwart.master.ui.metric_choice import default_metric
-from stalwart.master.ui.models import TRIAL_SERIES_POINTS, _trial_stats_sql, flatten
+from stalwart.master.ui.metrics_index import MetricsIndex
+from stalwart.master.ui.models import TRIAL_SERIES_POINTS, _trial_stats_sql, flatten, ready_index
 
 LEVELS = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LIVE = ("PENDING", "ASSIGNED", "RUNNING")
 
 
-def _groups_sql(conn, trial_id: int) -> dict[str, list[str]]:
+def _groups_sql(conn: sa.Connection, trial_id: int) -> dict[str, list[str]]:
     m = t.metrics.c
     groups = [g for (g,) in conn.execute(sa.select(m.group_name).where(m.trial_id == trial_id).distinct())]
     return {g: metric_names(conn, trial_id, g) for g in sorted(groups)}
 
 
-def _checkpoints(conn, trial_id: int) -> list[dict]:
+def _checkpoints(conn: sa.Connection, trial_id: int) -> list[JsonObject]:
     rows = conn.execute(sa.select(t.checkpoints).where(t.checkpoints.c.trial_id == trial_id)
                         .order_by(t.checkpoints.c.steps_completed)).mappings().all()
     steps = sorted({r["steps_completed"] for r in rows})
-    vals = {}
+    vals: dict[int, JsonObject] = {}  # steps -> the metrics of the validation there
     if steps:
         m = t.metrics.c
         vals = dict(conn.execute(sa.select(m.steps_completed, m.metrics).where(
             m.trial_id == trial_id, m.group_name == "validation", m.steps_completed.in_(steps))).all())
-    out = []
+    out: list[JsonObject] = []
     for r in rows:
         d = views.checkpoint(r)
         res = r["resources"] or {}
@@ -44,8 +46,9 @@ def _checkpoints(conn, trial_id: int) -> list[dict]:
     return out
 
 
-def trial_page(m: Master, idx, trial_id: int) -> dict:
-    ready = idx is not None and idx.ready
+def trial_page(m: Master, idx: MetricsIndex | None, trial_id: int) -> JsonObject:
+    """The trial page: the trial, its experiment's searcher metric, runs, checkpoints and its charts' first URLs."""
+    built = ready_index(idx)
     with m.db.begin() as conn:
         row = Master.get_row(conn, t.trials, trial_id, "trial")
         exp = Master.get_row(conn, t.experiments, row["experiment_id"], "experiment")
@@ -53,20 +56,21 @@ def trial_page(m: Master, idx, trial_id: int) -> dict:
         metric, smaller = searcher.get("metric"), searcher.get("smaller_is_better", True)
         runs = conn.execute(sa.select(t.allocations).where(t.allocations.c.trial_id == trial_id)
                             .order_by(t.allocations.c.created_at)).mappings().all()
-        stats = idx.trial_stats(trial_id, metric, smaller) if ready else _trial_stats_sql(conn, trial_id, metric)
-        names = idx.names([trial_id]) if ready else _groups_sql(conn, trial_id)
+        stats = built.trial_stats(trial_id, metric, smaller) if built else _trial_stats_sql(conn, trial_id, metric)
+        names = built.names([trial_id]) if built else _groups_sql(conn, trial_id)
         checkpoints = _checkpoints(conn, trial_id)
-    trial = views.trial(row, stats)
+    trial = views.trial(row, dict(stats))
     trial["hparams_flat"] = flatten(row["hparams"])
     now = time.time()
     trial["duration_s"] = max(0.0, (row["ended_at"] or now) - row["created_at"])
-    run_list = []
+    run_list: list[JsonObject] = []
     for i, r in enumerate(runs):
         d = views.allocation(r)
         d["number"] = i + 1
         d["failure"] = r["exit_code"] not in (None, 0) and r["exit_reason"] in (None, "EXITED")
         run_list.append(d)
-    urls, picks = {}, {}
+    urls: dict[str, str | None] = {}
+    picks: dict[str, str | None] = {}
     for group in ("training", "validation"):
         pick = picks[group] = default_metric(names.get(group) or [], metric if group == "validation" else None)
         urls[group] = None if pick is None else f"/api/v1/trials/{trial_id}/metrics/series?" + urlencode(
@@ -82,11 +86,11 @@ def trial_page(m: Master, idx, trial_id: int) -> dict:
         "metric_names": names,
         "epochs_available": bool(exp["config"].get("records_per_epoch"))
         and "global_batch_size" in (row["hparams"] or {}),
-        "metrics_version": idx.version([trial_id]) if ready else None,
+        "metrics_version": built.version([trial_id]) if built else None,
     }
 
 
-def trial_logs(m: Master, trial_id: int, *, tail: int = 1000, level: str = "", q: str = "") -> dict:
+def trial_logs(m: Master, trial_id: int, *, tail: int = 1000, level: str = "", q: str = "") -> JsonObject:
     """The last `tail` lines (filtered by minimum level and text), and the newest id to follow from."""
     if not 1 <= tail <= 20000:
         raise InvalidRequest(f"tail: expected 1..20000, got {tail}")
@@ -108,7 +112,8 @@ def trial_logs(m: Master, trial_id: int, *, tail: int = 1000, level: str = "", q
     return {"logs": [dict(r) for r in reversed(rows[:tail])], "last_id": last_id, "truncated": more}
 
 
-def cluster_page(m: Master) -> dict:
+def cluster_page(m: Master) -> JsonObject:
+    """The cluster page: every agent with what runs on each of its slots, the pools, and what waits for slots."""
     a = t.allocations.c
     with m.db.begin() as conn:
         agents = conn.execute(sa.select(t.agents).order_by(t.agents.c.id)).mappings().all()
@@ -118,16 +123,17 @@ def cluster_page(m: Master) -> dict:
             .select_from(t.allocations.outerjoin(t.trials, t.trials.c.id == a.trial_id)
                          .outerjoin(t.experiments, t.experiments.c.id == t.trials.c.experiment_id))
             .where(a.state.in_(LIVE))).mappings().all()
-    by_agent: dict[str, list] = {}
+    by_agent: dict[str, list[sa.RowMapping]] = {}
     pending = 0
     for r in live:
         if r["agent_id"] is None:
             pending += 1
         else:
             by_agent.setdefault(r["agent_id"], []).append(r)
-    out_agents, pools = [], {}
+    out_agents: list[JsonObject] = []
+    pools: dict[str, JsonObject] = {}
     for ag in agents:
-        slots = []
+        slots: list[JsonObject] = []
         for i in range(ag["slots"]):
             owner = next((r for r in by_agent.get(ag["id"], []) if i in (r["slot_ids"] or [])), None)
             slots.append({"slot": i, "allocation_id": owner["id"] if owner else None,

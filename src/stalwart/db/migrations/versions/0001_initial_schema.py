@@ -1,7 +1,7 @@
 """Initial schema: experiments, trials, allocations, agents, metrics, checkpoints, logs.
 
 Revision ID: 0001
-Revises: 
+Revises:
 """
 import sqlalchemy as sa
 from alembic import op
@@ -42,7 +42,11 @@ def upgrade() -> None:
     sa.Column('state', sa.String(length=32), nullable=False),
     sa.Column('archived', sa.Boolean(), nullable=False),
     sa.Column('progress', sa.Float(), nullable=False),
-    sa.Column('searcher_state', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=True),
+    sa.Column(
+        'searcher_state',
+        sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'),
+        nullable=True,
+    ),
     sa.Column('error_message', sa.Text(), nullable=True),
     sa.Column('created_at', sa.Float(), nullable=False),
     sa.Column('ended_at', sa.Float(), nullable=True),
@@ -103,7 +107,11 @@ def upgrade() -> None:
     sa.Column('run_id', sa.Integer(), nullable=False),
     sa.Column('agent_id', sa.String(length=128), nullable=True),
     sa.Column('slots', sa.Integer(), nullable=False),
-    sa.Column('slot_ids', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=False),
+    sa.Column(
+        'slot_ids',
+        sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'),
+        nullable=False,
+    ),
     sa.Column('state', sa.String(length=16), nullable=False),
     sa.Column('preempt_requested', sa.Boolean(), nullable=False),
     sa.Column('preempt_acked', sa.Boolean(), nullable=False),
@@ -129,8 +137,16 @@ def upgrade() -> None:
     sa.Column('allocation_id', sa.String(length=64), nullable=True),
     sa.Column('steps_completed', sa.BigInteger(), nullable=False),
     sa.Column('state', sa.String(length=16), nullable=False),
-    sa.Column('resources', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=False),
-    sa.Column('metadata', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=False),
+    sa.Column(
+        'resources',
+        sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'),
+        nullable=False,
+    ),
+    sa.Column(
+        'metadata',
+        sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'),
+        nullable=False,
+    ),
     sa.Column('storage', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=False),
     sa.Column('report_time', sa.Float(), nullable=False),
     sa.ForeignKeyConstraint(['trial_id'], ['trials.id'], ),

@@ -4,6 +4,7 @@ Revision ID: 0003
 Revises: 0002
 """
 import uuid
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -83,10 +84,11 @@ def _jobs_for_existing_experiments() -> None:
     jobs = sa.table('jobs', *(sa.column(c) for c in ('id', 'type', 'entity_id', 'priority', 'weight', 'max_slots',
                                                       'resource_pool', 'queue_position', 'submitted_at')))
     for i, row in enumerate(conn.execute(sa.select(exps).order_by(exps.c.id)).mappings().all(), start=1):
-        res = (row['config'] or {}).get('resources') or {}
+        res: dict[str, Any] = (row['config'] or {}).get('resources') or {}
+        weight = res.get('weight')
         conn.execute(jobs.insert().values(
             id=uuid.uuid4().hex, type='EXPERIMENT', entity_id=row['id'], priority=int(res.get('priority') or 42),
-            weight=float(res.get('weight') if res.get('weight') is not None else 1.0), max_slots=res.get('max_slots'),
+            weight=1.0 if weight is None else float(weight), max_slots=res.get('max_slots'),
             resource_pool=res.get('resource_pool') or 'default', queue_position=float(i),
             submitted_at=row['created_at']))
 

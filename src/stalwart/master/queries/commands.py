@@ -1,0 +1,68 @@
+"""Reads and writes of the commands table and the rows hanging off one command (its allocations' log lines)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from stalwart.db import tables as t
+from stalwart.master.queries.rows import Conn, Row, one_or_404
+
+_CMD = t.commands.c
+LOG_FIELDS = ("id", "timestamp", "level", "log", "stdtype", "agent_id", "rank_id", "source")
+"""The columns of a command's log line as GET /api/v1/tasks/{id}/logs sends them."""
+
+
+def get(conn: Conn, cmd_id: int, what: str = "command") -> Row:
+    """One command; a 404 naming it `what` (command, task) when there is none."""
+    return one_or_404(conn, t.commands, cmd_id, what)
+
+
+def insert(conn: Conn, *, description: str, owner: str, config: dict[str, Any], archive: bytes, state: str,
+           created_at: float) -> int:
+    """Store a new command; its id."""
+    key = conn.execute(t.commands.insert().values(
+        description=description, owner=owner, config=config, archive=archive, state=state,
+        created_at=created_at)).inserted_primary_key
+    assert key is not None
+    return int(key[0])
+
+
+def in_id_order(conn: Conn, state: str | None = None) -> list[Row]:
+    """Every command by id; only those in `state` when it is given."""
+    q = sa.select(t.commands).order_by(_CMD.id)
+    if state is not None:
+        q = q.where(_CMD.state == state)
+    return list(conn.execute(q).mappings().all())
+
+
+def state_of(conn: Conn, cmd_id: int) -> str | None:
+    """A command's state; None when there is no such command."""
+    state: str | None = conn.execute(sa.select(_CMD.state).where(_CMD.id == cmd_id)).scalar()
+    return state
+
+
+def end_if(conn: Conn, cmd_id: int, current: str, *, state: str, exit_code: int | None, ended_at: float) -> None:
+    """A command still in state `current` ends: its final `state`, exit code and end time."""
+    conn.execute(t.commands.update().where(_CMD.id == cmd_id, _CMD.state == current)
+                 .values(state=state, exit_code=exit_code, ended_at=ended_at))
+
+
+def set_ended(conn: Conn, cmd_id: int, *, state: str, ended_at: float) -> None:
+    """A command ends without having run (its exit code stays unset)."""
+    conn.execute(t.commands.update().where(_CMD.id == cmd_id).values(state=state, ended_at=ended_at))
+
+
+def names(conn: Conn, state: str) -> dict[int, dict[str, Any]]:
+    """Command id -> {id, description, owner} of the commands in `state`."""
+    return {r["id"]: dict(r) for r in conn.execute(
+        sa.select(_CMD.id, _CMD.description, _CMD.owner).where(_CMD.state == state)).mappings()}
+
+
+def log_lines(conn: Conn, cmd_id: int, after_id: int, limit: int) -> list[dict[str, Any]]:
+    """Up to `limit` log lines of the command's allocations with ids above `after_id`, in id order."""
+    ids = sa.select(t.allocations.c.id).where(t.allocations.c.command_id == cmd_id)
+    rows = conn.execute(sa.select(t.task_logs).where(t.task_logs.c.allocation_id.in_(ids), t.task_logs.c.id > after_id)
+                        .order_by(t.task_logs.c.id).limit(limit)).mappings()
+    return [{k: r[k] for k in LOG_FIELDS} for r in rows]
