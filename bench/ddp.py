@@ -140,7 +140,8 @@ def main() -> None:
           f"{statistics.median(v['wall_s'] for v in results['torchrun']):.1f} s")
     print(f"verdict: {'meets' if ratio <= 1.01 else 'misses'} the <= 1.01x target")
     if args.json:
-        pathlib.Path(args.json).write_text(json.dumps({"results": results, "ratios": ratios, "chunk_ratios": chunk_ratios}, indent=2))
+        summary = {"results": results, "ratios": ratios, "chunk_ratios": chunk_ratios}
+        pathlib.Path(args.json).write_text(json.dumps(summary, indent=2))
 
 
 if __name__ == "__main__":

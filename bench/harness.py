@@ -268,10 +268,12 @@ def run_stalwart(workload: str, warmup: int, steps: int) -> dict:
     from stalwart import pytorch
 
     stamps: list[tuple] = []
-    with tempfile.TemporaryDirectory() as storage:
-        with pytorch.init(hparams={}, checkpoint_storage=storage, enable_tensorboard_logging=False) as ctx:
-            trial = _trial_class(pytorch, workload, stamps)(ctx)
-            pytorch.Trainer(trial, ctx).fit(max_length=pytorch.Batch(warmup + steps), checkpoint_policy="none")
+    with (
+        tempfile.TemporaryDirectory() as storage,
+        pytorch.init(hparams={}, checkpoint_storage=storage, enable_tensorboard_logging=False) as ctx,
+    ):
+        trial = _trial_class(pytorch, workload, stamps)(ctx)
+        pytorch.Trainer(trial, ctx).fit(max_length=pytorch.Batch(warmup + steps), checkpoint_policy="none")
     return window_time(stamps, warmup)
 
 

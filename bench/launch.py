@@ -190,11 +190,11 @@ def print_table(direct: list[dict], clustered: list[dict]) -> dict:
     print(f"\n{'round':>5} {'direct ms':>10} {'cluster ms':>11} {'ratio':>7}")
     d_lat = [(r["t_report"] - r["t0"]) * 1000 for r in direct]
     c_lat = [(r["t_report"] - r["t0"]) * 1000 for r in clustered]
-    for i, (d, c) in enumerate(zip(d_lat, c_lat), 1):
+    for i, (d, c) in enumerate(zip(d_lat, c_lat, strict=True), 1):
         print(f"{i:>5} {d:>10.0f} {c:>11.0f} {c / d:>7.2f}")
     md, mc = statistics.median(d_lat), statistics.median(c_lat)
     print(f"{'med':>5} {md:>10.0f} {mc:>11.0f} {mc / md:>7.2f}")
-    per_round = statistics.median(c / d for d, c in zip(d_lat, c_lat))
+    per_round = statistics.median(c / d for d, c in zip(d_lat, c_lat, strict=True))
     print(f"  median of per-round ratios: {per_round:.2f}")
     for name, rows, is_cluster in (("direct", direct, False), ("cluster", clustered, True)):
         per = [stages(r, is_cluster) for r in rows]
@@ -219,7 +219,8 @@ def explain(direct: list[dict], clustered: list[dict]) -> None:
     extra = {k: c[k] for k in ("submit->allocated", "allocated->spawned", "spawned->script")}
     extra["core.init (cluster - direct)"] = c["core.init"] - d["core.init"]
     print(f"  in both paths: python + imports (torch, stalwart) + init + 1 batch ~ {shared:.0f} ms direct")
-    print("  cluster-only time (ms): " + ", ".join(f"{k} {v:.0f}" for k, v in sorted(extra.items(), key=lambda kv: -kv[1])))
+    largest_first = sorted(extra.items(), key=lambda kv: -kv[1])
+    print("  cluster-only time (ms): " + ", ".join(f"{k} {v:.0f}" for k, v in largest_first))
 
 
 # -- main --------------------------------------------------------------------------------------------

@@ -207,8 +207,8 @@ class RayAshaPeer(_PoolPeer):
         return self.space.sample(self.ctx.rng)
 
     def on_validation_completed(self, request_id, metrics, steps_completed):
-        decision = self.scheduler.on_trial_result(None, self.trials[request_id],
-                                                  {"epochs": metrics["epochs"], "val_accuracy": metrics["val_accuracy"]})
+        result = {"epochs": metrics["epochs"], "val_accuracy": metrics["val_accuracy"]}
+        decision = self.scheduler.on_trial_result(None, self.trials[request_id], result)
         return [Stop(request_id)] if decision == "STOP" else []
 
     def closed(self, request_id, how):

@@ -181,9 +181,9 @@ def start_mlflow(root: pathlib.Path, workers: int | None) -> tuple[subprocess.Po
            "--default-artifact-root", (root / "mlartifacts").as_uri(), "--host", "127.0.0.1", "--port", str(port)]
     if workers:
         cmd += ["--workers", str(workers)]
-    log = open(root / "mlflow-server.log", "ab")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
+    with open(root / "mlflow-server.log", "ab") as log:  # the server keeps its own copy of the descriptor
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
     url = f"http://127.0.0.1:{port}"
 
     def up():
@@ -280,13 +280,13 @@ def mlflow_round(client, exp_id: str, steps: int) -> dict:
 
 def print_table(ours: list[dict], theirs: list[dict]) -> dict:
     print(f"\n{'round':>5} {'stalwart pts/s':>15} {'(s)':>7} {'mlflow pts/s':>13} {'(s)':>7} {'ratio':>7}")
-    for i, (a, b) in enumerate(zip(ours, theirs), 1):
+    for i, (a, b) in enumerate(zip(ours, theirs, strict=True), 1):
         print(f"{i:>5} {a['points_per_s']:>15,.0f} {a['seconds']:>7.2f} {b['points_per_s']:>13,.0f} "
               f"{b['seconds']:>7.2f} {a['points_per_s'] / b['points_per_s']:>7.1f}")
     ma = statistics.median(r["points_per_s"] for r in ours)
     mb = statistics.median(r["points_per_s"] for r in theirs)
     print(f"{'med':>5} {ma:>15,.0f} {'':>7} {mb:>13,.0f} {'':>7} {ma / mb:>7.1f}")
-    per_round = statistics.median(a["points_per_s"] / b["points_per_s"] for a, b in zip(ours, theirs))
+    per_round = statistics.median(a["points_per_s"] / b["points_per_s"] for a, b in zip(ours, theirs, strict=True))
     print(f"  median of per-round ratios: {per_round:.1f}")
     blocked = statistics.median(r["client_blocked_s"] for r in ours)
     n_calls = ours[0]["points"] // N_METRICS

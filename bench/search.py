@@ -41,14 +41,14 @@ new trials mutate the trials with the best rung results) and `asha-aggr-evo-d2` 
 rungs [3, 6, 13, 26, 52]), `hyperband` (eta 3, max_trials scaled so one iteration fills the
 budget), `pbt` (population max(2W, min(budget W, 64)), 13 rounds of 4 epochs); peers: Optuna 5 TPE
 alone (`optuna-tpe`), with SuccessiveHalvingPruner at its defaults (`optuna-sha`) and with
-min_resource=3 (`optuna-sha3`; with reduction factor 2 as well: `optuna-sha3-rf2`), with HyperbandPruner(1, 52, 3) (`optuna-hb`), all ask/tell and
-reporting every epoch; Ray Tune's ASHAScheduler over random samples, grace 1 (its default,
-`ray-asha`) and grace 3 (`ray-asha3`), reduction factor 4, max_t 52, and grace 3 with reduction
-factor 2 (`ray-asha3-rf2`: the peer of our divisor-2 variant). The peers are wrapped as
-`SearchMethod`s so that they see the same workers, clock and events as ours. Our random-sampling
-searchers and the Ray peers draw configurations from the same seeded stream (common random numbers:
-they see the same candidates in the same order and differ only in what they stop); Optuna and our
-`-tpe` ASHAs ask TPE.
+min_resource=3 (`optuna-sha3`; with reduction factor 2 as well: `optuna-sha3-rf2`), with
+HyperbandPruner(1, 52, 3) (`optuna-hb`), all ask/tell and reporting every epoch; Ray Tune's
+ASHAScheduler over random samples, grace 1 (its default, `ray-asha`) and grace 3 (`ray-asha3`),
+reduction factor 4, max_t 52, and grace 3 with reduction factor 2 (`ray-asha3-rf2`: the peer of our
+divisor-2 variant). The peers are wrapped as `SearchMethod`s so that they see the same workers, clock and
+events as ours. Our random-sampling searchers and the Ray peers draw configurations from the same seeded
+stream (common random numbers: they see the same candidates in the same order and differ only in what they
+stop); Optuna and our `-tpe` ASHAs ask TPE.
 
 Per (task, seed, W): regret = best accuracy of the task (the best seen by any method or in a 3,000
 config x 52 epoch random pool) - the best validation accuracy the method saw within the budget;
@@ -225,10 +225,10 @@ def quality_report(runs: list[dict], refs: dict, limits: dict, cell_marks: dict,
         by = {(r["method"], r["task"], r["seed"]): r for r in runs if r["workers"] == workers}
         limit = {c: limits[(c[0], workers)] for c in cells}
 
-        def best(m, cell):
+        def best(m, cell, by=by, limit=limit):
             return best_within(by[(m, *cell)]["trace"], limit[cell])
 
-        def time_to_mark(m, cell, which):
+        def time_to_mark(m, cell, which, by=by, limit=limit, workers=workers):
             run = by[(m, *cell)]
             t = time_to(run.get("trace_ext", run["trace"]), cell_marks[(*cell, workers)][which]) / limit[cell]
             if t > 1.0 and (m not in extended or "trace_ext" not in run):
@@ -258,7 +258,8 @@ def quality_report(runs: list[dict], refs: dict, limits: dict, cell_marks: dict,
             lines.append(f"{m:<12} {fmt(med(regret[m]), 3):>10} {reached:>10}/{len(cells):<3} {fmt(med(ta[m])):>7} "
                          f"{times(speed(ta, m)):>9} {fmt(med(tb[m])):>7} {times(speed(tb, m)):>9} {trials:>7.0f}")
         lines.append("")
-        lines.append("ours vs each peer: median regret ours/peer (< 1 better) | median per-cell time to mark A peer/ours (> 1 faster)")
+        lines.append("ours vs each peer: median regret ours/peer (< 1 better) | "
+                     "median per-cell time to mark A peer/ours (> 1 faster)")
         peers = [p for p in ["random"] + PEERS if p in methods]
         lines.append(f"{'':<12}" + "".join(f"{p:>15}" for p in peers))
         for ours in [m for m in OURS if m != "random" and m in methods]:
@@ -418,8 +419,8 @@ def main() -> None:
                          "with an earlier one)")
     ap.add_argument("--workers", default="4,32")
     ap.add_argument("--budget", default="4=32,32=8",
-                    help="wall-clock budget in median full 52-epoch trainings (W workers: W times that in worker time): "
-                         "one number for every W, or W=B pairs")
+                    help="wall-clock budget in median full 52-epoch trainings "
+                         "(W workers: W times that in worker time): one number for every W, or W=B pairs")
     ap.add_argument("--extend", type=float, default=4,
                     help="a method that has not reached a mark within the budget runs on for up to this many budgets")
     ap.add_argument("--extend-methods", default="all",

@@ -1,4 +1,5 @@
-"""B3 part 2 for bench/search.py: the searchers' own cost (10,000 trials through ask/tell) against Optuna's in-memory storage."""
+"""B3 part 2 for bench/search.py: the searchers' own cost (10,000 trials through ask/tell) against Optuna's
+in-memory storage."""
 
 from __future__ import annotations
 

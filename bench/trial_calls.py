@@ -3,10 +3,10 @@
 One LocalTestCluster (master + one agent with N slots, SQLite) runs one experiment of N trials
 (`random` searcher, N concurrent). Each trial process only sleeps, so every allocation is real, live
 and RUNNING while it is measured; the benchmark reads each allocation's token from its process's
-environment (/proc/PID/environ, with the pid the agent reported), as the integration tests do. Then, per round, R reporters (asyncio + one
-httpx.AsyncClient each, reporter i speaks for trial i mod N, with that trial's own token) loop for
-`--seconds` as fast as answers come back (closed loop, no think time), each iteration making the
-three calls a trial makes:
+environment (/proc/PID/environ, with the pid the agent reported), as the integration tests do. Then, per
+round, R reporters (asyncio + one httpx.AsyncClient each, reporter i speaks for trial i mod N, with that
+trial's own token) loop for `--seconds` as fast as answers come back (closed loop, no think time), each
+iteration making the three calls a trial makes:
 
   metrics     POST /api/v1/trials/{id}/metrics     one training report of 10 metrics (steps rising)
   progress    POST /api/v1/trials/{id}/progress    {"progress": x}
@@ -250,7 +250,7 @@ def main() -> int:
         asyncio.run(all_rounds(sides, args))
         summary = {"reporters": args.reporters, "trials": args.trials, "seconds": args.seconds,
                    "baseline": str(args.baseline) if args.baseline else None}
-        for side, (cluster, exp_id) in zip(sides, exps):
+        for side, (cluster, exp_id) in zip(sides, exps, strict=True):
             summary[side.label] = summarize(side, stored_rows(cluster.client(), side.trials), args)
             cluster.client().post(f"/experiments/{exp_id}/kill")
     short = {label: {"median": summary[label]["median"], "calls_per_s": round(summary[label]["calls_per_s"])}

@@ -11,8 +11,8 @@ and trial 1 also with LONG training points {loss}. The same numbers go into both
 Measured in Debian's Chromium through Playwright, a fresh browser context per load ("cold": nothing cached in the
 browser) and then the same URL again in that context ("warm": static files cached). The master's series response
 cache (keyed by the data's version) is on, as shipped, so after the discarded warm-up round it answers the charts
-from memory; `--no-cache` runs the master with that cache off, every chart computed afresh from SQLite. Time = performance.now() (from the start
-of navigation) when the page has drawn, checked every animation frame:
+from memory; `--no-cache` runs the master with that cache off, every chart computed afresh from SQLite.
+Time = performance.now() (from the start of navigation) when the page has drawn, checked every animation frame:
 - Stalwart experiment page: the learning-curve chart drawn with points and the trials table has rows.
 - MLflow experiment page (runs, chart view, /#/experiments/ID/runs?compareRunsMode=CHART): the runs grid has
   rows and every metric chart has a drawn line.
@@ -60,7 +60,8 @@ searcher: {{name: random, metric: validation_loss, smaller_is_better: true, max_
            max_length: {{batches: {steps}}}}}
 """
 OURS_EXP = """() => { const c = document.querySelector('#curves');
-  return !!c && c.dataset.drawn === '1' && Number(c.dataset.points) > 0 && !!document.querySelector('#trials tbody tr[data-key]'); }"""
+  return !!c && c.dataset.drawn === '1' && Number(c.dataset.points) > 0
+    && !!document.querySelector('#trials tbody tr[data-key]'); }"""
 OURS_TRIAL = """() => ['#chart-training', '#chart-validation'].every(s => { const c = document.querySelector(s);
   return !!c && c.dataset.drawn === '1' && Number(c.dataset.points) > 0; })"""
 ML_DRAWN = """(minCharts, needRows) => { const plots = [...document.querySelectorAll('.js-plotly-plot')];
@@ -70,7 +71,8 @@ ML_DRAWN = """(minCharts, needRows) => { const plots = [...document.querySelecto
 
 # What was on the page when it counted as drawn (kept per load in --json, summarised in the printout).
 DRAWN_INFO = """() => ({series: document.querySelector('#curves')?.dataset.series,
-  points: document.querySelector('#chart-training')?.dataset.points ?? document.querySelector('#curves')?.dataset.points,
+  points: document.querySelector('#chart-training')?.dataset.points
+    ?? document.querySelector('#curves')?.dataset.points,
   rows: document.querySelectorAll('#trials tbody tr[data-key]').length,
   ml_charts: document.querySelectorAll('.js-plotly-plot').length,
   ml_traces: document.querySelectorAll('.js-plotly-plot .trace').length,
@@ -114,7 +116,8 @@ def load_stalwart(db_url: str, trials: int, steps: int, long: int) -> dict:
         )).inserted_primary_key[0]
         conn.execute(t.trials.insert(), [dict(
             experiment_id=exp_id, request_id=f"r{i}", hparams=hparams(i), seed=i, state="COMPLETED", restarts=0,
-            runs=1, target_length=steps, progress=1.0, created_at=T0 + i, ended_at=T0 + 3000 + i) for i in range(trials)])
+            runs=1, target_length=steps, progress=1.0, created_at=T0 + i, ended_at=T0 + 3000 + i,
+        ) for i in range(trials)])
         ids = [r[0] for r in conn.execute(sa.select(t.trials.c.id).where(t.trials.c.experiment_id == exp_id)
                                           .order_by(t.trials.c.id))]
     rows = 0
@@ -130,7 +133,8 @@ def load_stalwart(db_url: str, trials: int, steps: int, long: int) -> dict:
         for s in range(1, steps + 1):
             loss, acc = val_point(i, s)
             batch.append({"trial_id": tid, "trial_run_id": 1, "group_name": "validation", "steps_completed": s,
-                          "metrics": {"validation_loss": loss, "validation_accuracy": acc}, "report_time": T0 + i + s * 0.3})
+                          "metrics": {"validation_loss": loss, "validation_accuracy": acc},
+                          "report_time": T0 + i + s * 0.3})
             if len(batch) >= 50_000:
                 rows += len(batch)
                 flush()
@@ -174,14 +178,16 @@ def load_mlflow(root: pathlib.Path, trials: int, steps: int, long: int) -> dict:
         for s in range(1, steps + 1):
             for i, run_id in enumerate(runs):
                 loss, acc = val_point(i, s)
-                batch.append((key, loss if key == "validation_loss" else acc, int((T0 + i + s * 0.3) * 1000), run_id, s))
+                value = loss if key == "validation_loss" else acc
+                batch.append((key, value, int((T0 + i + s * 0.3) * 1000), run_id, s))
             if len(batch) >= 200_000:
                 conn.executemany(sql, batch)
                 rows += len(batch)
                 batch = []
         conn.executemany(sql, batch)
         rows += len(batch)
-    conn.executemany(sql, [("loss", train_point(s), int((T0 + s * 0.03) * 1000), runs[0], s) for s in range(1, long + 1)])
+    conn.executemany(sql, [("loss", train_point(s), int((T0 + s * 0.03) * 1000), runs[0], s)
+                           for s in range(1, long + 1)])
     rows += long
     latest = []
     for i, run_id in enumerate(runs):
@@ -189,8 +195,8 @@ def load_mlflow(root: pathlib.Path, trials: int, steps: int, long: int) -> dict:
         ts = int((T0 + i + steps * 0.3) * 1000)
         latest += [("validation_loss", loss, ts, steps, 0, run_id), ("validation_accuracy", acc, ts, steps, 0, run_id)]
     latest.append(("loss", train_point(long), int((T0 + long * 0.03) * 1000), long, 0, runs[0]))
-    conn.executemany("INSERT INTO latest_metrics (key, value, timestamp, step, is_nan, run_uuid) VALUES (?, ?, ?, ?, ?, ?)",
-                     latest)
+    conn.executemany("INSERT INTO latest_metrics (key, value, timestamp, step, is_nan, run_uuid) "
+                     "VALUES (?, ?, ?, ?, ?, ?)", latest)
     conn.execute("CREATE INDEX index_metrics_run_uuid ON metrics (run_uuid)")
     conn.execute('CREATE INDEX index_metrics_run_uuid_key_step ON metrics (run_uuid, "key", step)')
     conn.commit()
@@ -205,11 +211,11 @@ def start_stalwart(db_url: str, home: pathlib.Path, cache: bool = True) -> tuple
     from stalwart.testing import free_port
 
     port = free_port()
-    log = open(home / "master.log", "ab")
     env = {**os.environ, "STALWART_UI_SERIES_CACHE": "1" if cache else "0"}
-    proc = subprocess.Popen([sys.executable, "-m", "stalwart.cli.main", "master", "run", "--db", db_url, "--home",
-                             str(home), "--port", str(port)], stdout=log, env=env,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    with open(home / "master.log", "ab") as log:  # the master keeps its own copy of the descriptor
+        proc = subprocess.Popen([sys.executable, "-m", "stalwart.cli.main", "master", "run", "--db", db_url, "--home",
+                                 str(home), "--port", str(port)], stdout=log, env=env,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     t_start = time.monotonic()
 
@@ -251,7 +257,8 @@ def timed_load(ctx, url: str, condition: str, arg, timeout_s: float) -> dict:
         page.close()
         return {"ms": None, "error": str(err).splitlines()[0]}
     slow = page.evaluate("""() => performance.getEntriesByType('resource')
-      .filter(e => e.name.includes('api/')).map(e => [e.name.split('?')[0].split('/').slice(-3).join('/'), Math.round(e.duration)])
+      .filter(e => e.name.includes('api/'))
+      .map(e => [e.name.split('?')[0].split('/').slice(-3).join('/'), Math.round(e.duration)])
       .sort((a, b) => b[1] - a[1]).slice(0, 2)""")
     info = page.evaluate(DRAWN_INFO)
     page.close()
@@ -271,7 +278,7 @@ def measure(browser, url: str, condition: str, arg, timeout_s: float) -> dict:
 def screenshots(browser, out: pathlib.Path, pages: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     ctx = browser.new_context(viewport={"width": 1400, "height": 900})
-    for name, ((url, cond, arg), _theirs) in pages.items():
+    for name, ((url, cond, _arg), _theirs) in pages.items():
         page = ctx.new_page()
         page.goto(url)
         page.wait_for_function(f"() => ({cond})()", timeout=60_000)
@@ -334,19 +341,20 @@ def main() -> int:
               f"({(root / 'mlflow' / 'mlflow.db').stat().st_size / 2**30:.2f} GiB)", flush=True)
         s_proc, s_url, status = start_stalwart(db_url, root / "stalwart", cache=not args.no_cache)
         procs.append(s_proc)
-        print(f"  stalwart master ready after {status['ready_after_s']:.1f} s (metrics index: {status['rows_folded']:,} rows "
-              f"in {status['build_seconds']:.1f} s, {status['memory_bytes'] / 2**20:.0f} MiB; master RSS "
-              f"{status['master_rss_mb']:.0f} MiB)", flush=True)
+        print(f"  stalwart master ready after {status['ready_after_s']:.1f} s "
+              f"(metrics index: {status['rows_folded']:,} rows in {status['build_seconds']:.1f} s, "
+              f"{status['memory_bytes'] / 2**20:.0f} MiB; master RSS {status['master_rss_mb']:.0f} MiB)", flush=True)
         m_proc, m_url = start_mlflow(root / "mlflow", None)
         procs.append(m_proc)
         print(f"  servers idle after {settle([s_proc.pid, m_proc.pid], 'the servers'):.0f} s; Stalwart's series cache "
               f"{'on' if not args.no_cache else 'OFF'}", flush=True)
 
+        ml_experiment = f"{m_url}/#/experiments/{theirs['experiment_id']}"
         pages = {
             "experiment": [(f"{s_url}/experiments/{ours['experiment_id']}", OURS_EXP, None),
-                           (f"{m_url}/#/experiments/{theirs['experiment_id']}/runs?compareRunsMode=CHART", ML_DRAWN, [2, True])],
+                           (f"{ml_experiment}/runs?compareRunsMode=CHART", ML_DRAWN, [2, True])],
             "trial": [(f"{s_url}/trials/{ours['trial_id']}", OURS_TRIAL, None),
-                      (f"{m_url}/#/experiments/{theirs['experiment_id']}/runs/{theirs['run_id']}/model-metrics", ML_DRAWN, [3, False])],
+                      (f"{ml_experiment}/runs/{theirs['run_id']}/model-metrics", ML_DRAWN, [3, False])],
         }
         results: dict = {p: {"stalwart": [], "mlflow": []} for p in pages}
         load_avg = {"before": os.getloadavg()}  # other work on the machine slows both systems alike; recorded
@@ -357,8 +365,9 @@ def main() -> int:
                 for name, ((o_url, o_cond, o_arg), (m_url_, m_cond, m_arg)) in pages.items():
                     a = measure(browser, o_url, o_cond, o_arg, args.timeout)
                     b = measure(browser, m_url_, m_cond, m_arg, args.timeout)
-                    print(f"{label:>20} {name:>10}: stalwart cold {fmt(a['cold']['ms'])} ms warm {fmt(a['warm']['ms'])} ms"
-                          f" | mlflow cold {fmt(b['cold']['ms'])} ms warm {fmt(b['warm']['ms'])} ms", flush=True)
+                    print(f"{label:>20} {name:>10}: stalwart cold {fmt(a['cold']['ms'])} ms "
+                          f"warm {fmt(a['warm']['ms'])} ms | mlflow cold {fmt(b['cold']['ms'])} ms "
+                          f"warm {fmt(b['warm']['ms'])} ms", flush=True)
                     if r:
                         results[name]["stalwart"].append(a)
                         results[name]["mlflow"].append(b)
@@ -367,11 +376,12 @@ def main() -> int:
             browser.close()
         load_avg["after"] = os.getloadavg()
         summary = report(results, args.long)
-        print("load average (1, 5, 15 min) before the rounds: %.2f %.2f %.2f, after: %.2f %.2f %.2f (%d cores)"
-              % (*load_avg["before"], *load_avg["after"], os.cpu_count()))
+        before, after = (" ".join(f"{x:.2f}" for x in load_avg[when]) for when in ("before", "after"))
+        print(f"load average (1, 5, 15 min) before the rounds: {before}, after: {after} ({os.cpu_count()} cores)")
         if args.json:
-            args.json.write_text(json.dumps({"load": {"stalwart": ours, "mlflow": theirs}, "index": status, "load_avg": load_avg,
-                                             "results": results, "summary": summary}, indent=1, default=str))
+            args.json.write_text(json.dumps({"load": {"stalwart": ours, "mlflow": theirs}, "index": status,
+                                             "load_avg": load_avg, "results": results, "summary": summary},
+                                            indent=1, default=str))
         return 0 if all(s["meets"] for s in summary.values()) else 1
     finally:
         for p in procs:
@@ -382,12 +392,13 @@ def main() -> int:
 
 def report(results: dict, long: int) -> dict:
     summary = {}
-    print(f"\n{'page':>10} {'cache':>5} {'stalwart ms':>12} {'mlflow ms':>10} {'ratio':>7}   (medians; ratio = median of per-round ratios)")
+    print(f"\n{'page':>10} {'cache':>5} {'stalwart ms':>12} {'mlflow ms':>10} {'ratio':>7}   "
+          "(medians; ratio = median of per-round ratios)")
     for name, r in results.items():
         for cache in ("cold", "warm"):
             ours = [x[cache]["ms"] for x in r["stalwart"]]
             theirs = [x[cache]["ms"] for x in r["mlflow"]]
-            ratios = [b / a for a, b in zip(ours, theirs) if a and b]
+            ratios = [b / a for a, b in zip(ours, theirs, strict=True) if a and b]
             mo = statistics.median([v for v in ours if v is not None]) if any(ours) else None
             mt = statistics.median([v for v in theirs if v is not None]) if any(theirs) else None
             ratio = statistics.median(ratios) if ratios else None
@@ -400,11 +411,12 @@ def report(results: dict, long: int) -> dict:
     print(f"\nstalwart experiment page drew {last.get('series')} trial curves and {last.get('rows')} table rows; "
           f"slowest API calls: {last.get('slowest_api')}")
     last = results["trial"]["stalwart"][-1]["warm"]
-    print(f"stalwart trial page drew {last.get('points')} of the {long:,}-point series' points; slowest: {last.get('slowest_api')}")
+    print(f"stalwart trial page drew {last.get('points')} of the {long:,}-point series' points; "
+          f"slowest: {last.get('slowest_api')}")
     for name in results:
         m = results[name]["mlflow"][-1]["warm"]
-        print(f"mlflow {name} page: {m.get('ml_charts')} charts, {m.get('ml_traces')} plotted traces, {m.get('ml_rows')} "
-              f"grid rows rendered; slowest API calls: {m.get('slowest_api')}")
+        print(f"mlflow {name} page: {m.get('ml_charts')} charts, {m.get('ml_traces')} plotted traces, "
+              f"{m.get('ml_rows')} grid rows rendered; slowest API calls: {m.get('slowest_api')}")
     return summary
 
 

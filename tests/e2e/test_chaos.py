@@ -23,8 +23,8 @@ import httpx
 import pytest
 import yaml
 
-from stalwart.testing import free_port
 from integration.process_watch import DoubleRunWatcher, running, trial_processes
+from stalwart.testing import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -61,7 +61,8 @@ class Chaos:
         self.log.append(f"{time.strftime('%H:%M:%S')} {line}")
 
     def report(self, what: str) -> str:
-        return f"{what}\nchaos seed {self.seed} (replay with CHAOS_SEED={self.seed}); fault log:\n" + "\n".join(self.log)
+        replay = f"chaos seed {self.seed} (replay with CHAOS_SEED={self.seed})"
+        return f"{what}\n{replay}; fault log:\n" + "\n".join(self.log)
 
     def agent_pid(self) -> int | None:
         state = self.home / "agent" / "agent-state.json"
@@ -86,11 +87,12 @@ class Chaos:
             self.kill(self.agent_pid(), "agent")
             time.sleep(self.rng.uniform(0.0, 1.0))
             # an agent restarted by hand, as a service manager would: the same command line `up` uses
-            log = open(self.home / "logs" / "agent.log", "ab")
-            subprocess.Popen([sys.executable, "-m", "stalwart.cli.main", "agent", "run", "--master", self.url(),
-                              "--token-file", str(self.home / "cluster-token"), "--work-dir", str(self.home / "agent"),
-                              "--agent-id", socket.gethostname()], env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
+            with open(self.home / "logs" / "agent.log", "ab") as log:  # the agent keeps its own descriptor
+                subprocess.Popen([sys.executable, "-m", "stalwart.cli.main", "agent", "run", "--master", self.url(),
+                                  "--token-file", str(self.home / "cluster-token"),
+                                  "--work-dir", str(self.home / "agent"), "--agent-id", socket.gethostname()],
+                                 env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, start_new_session=True)
         elif kind == "kill-trial":
             procs = trial_processes(self.marker)
             if procs:
@@ -110,8 +112,8 @@ def leftover_processes(home: pathlib.Path, marker: str) -> list[str]:
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
-            cmd = open(f"/proc/{entry}/cmdline", "rb").read()
-            env = open(f"/proc/{entry}/environ", "rb").read().split(b"\x00")
+            cmd = pathlib.Path(f"/proc/{entry}/cmdline").read_bytes()
+            env = pathlib.Path(f"/proc/{entry}/environ").read_bytes().split(b"\x00")
         except OSError:
             continue
         if (str(home).encode() in cmd or marker.encode() in env) and running(int(entry)):

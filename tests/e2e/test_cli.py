@@ -11,7 +11,6 @@ import sys
 import time
 
 import httpx
-
 import pytest
 
 from stalwart.testing import free_port
@@ -116,13 +115,13 @@ def test_wait_exits_nonzero_unless_completed(user_env, tmp_path):
 
 def test_up_foreground_serves_until_interrupted(user_env, tmp_path):
     port = free_port()
-    out = open(tmp_path / "foreground.log", "wb")  # a file, not unread pipes that could fill up
 
     def tail() -> str:
         return (tmp_path / "foreground.log").read_text(errors="replace")[-3000:]
 
-    proc = subprocess.Popen([sys.executable, "-m", "stalwart.cli.main", "up", "--foreground", "--port", str(port)],
-                            env=user_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    with open(tmp_path / "foreground.log", "wb") as out:  # a file, not unread pipes that could fill up
+        proc = subprocess.Popen([sys.executable, "-m", "stalwart.cli.main", "up", "--foreground", "--port", str(port)],
+                                env=user_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 150  # generous: CI runs this beside DDP gangs and browsers on 2 cores
         while time.monotonic() < deadline:
@@ -142,7 +141,7 @@ def test_up_foreground_serves_until_interrupted(user_env, tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            raise AssertionError(f"up --foreground did not stop within 60 s of Ctrl-C; its output:\n{tail()}")
+            raise AssertionError(f"up --foreground did not stop within 60 s of Ctrl-C; its output:\n{tail()}") from None
     assert proc.returncode in (0, 130), tail()
     assert run(user_env, "-m", f"127.0.0.1:{port}", "e", "list").returncode == 6
 

@@ -13,8 +13,8 @@ import sys
 import pytest
 import yaml
 
-from stalwart.testing import free_port
 from integration.process_watch import DoubleRunWatcher, running, trial_processes
+from stalwart.testing import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -47,8 +47,11 @@ def wait_state(cluster, exp_id: int, states, timeout: float = 180) -> dict:
 
 
 def first_trial(cluster, exp_id: int) -> int:
-    return cluster.wait_for(lambda: experiment(cluster, exp_id)["trials"] and experiment(cluster, exp_id)["trials"][0]["id"],
-                            what="the first trial")
+    def first_id() -> int | None:
+        trials = experiment(cluster, exp_id)["trials"]
+        return trials[0]["id"] if trials else None
+
+    return cluster.wait_for(first_id, what="the first trial")
 
 
 def checkpoints(cluster, trial_id: int) -> list[dict]:
@@ -70,8 +73,8 @@ def training_pids(allocation_id: str) -> list[int]:
         if not entry.isdigit():
             continue
         try:
-            env = open(f"/proc/{entry}/environ", "rb").read()
-            cmd = open(f"/proc/{entry}/cmdline", "rb").read()
+            env = pathlib.Path(f"/proc/{entry}/environ").read_bytes()
+            cmd = pathlib.Path(f"/proc/{entry}/cmdline").read_bytes()
         except OSError:
             continue
         if f"STALWART_ALLOCATION_ID={allocation_id}".encode() in env and b"train.py" in cmd and b"sh\x00-c" not in cmd:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pathlib
 import threading
 import time
 from collections import defaultdict
@@ -18,10 +19,10 @@ def trial_processes(marker: str, script: bytes = b"train.py") -> dict[int, list[
         if not entry.isdigit():
             continue
         try:
-            cmd = open(f"/proc/{entry}/cmdline", "rb").read()
+            cmd = pathlib.Path(f"/proc/{entry}/cmdline").read_bytes()
             if script not in cmd or cmd.startswith(b"sh\x00-c") or b"/sh\x00-c" in cmd:
                 continue
-            env = open(f"/proc/{entry}/environ", "rb").read().split(b"\x00")
+            env = pathlib.Path(f"/proc/{entry}/environ").read_bytes().split(b"\x00")
         except OSError:
             continue
         if marker.encode() not in env:

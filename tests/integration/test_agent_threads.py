@@ -22,9 +22,9 @@ def _config(env: list[str]) -> str:
 
 def _threads_line(c, exp_id: int) -> str:
     d = wait_state(c, exp_id, {"COMPLETED", "ERROR"})
-    lines = [l["log"] for l in logs(c, d["trials"][0]["id"])]
+    lines = [entry["log"] for entry in logs(c, d["trials"][0]["id"])]
     assert d["experiment"]["state"] == "COMPLETED", lines
-    return next(l for l in lines if l.startswith("THREADS"))
+    return next(line for line in lines if line.startswith("THREADS"))
 
 
 def test_each_trial_gets_its_slots_share_of_the_cores_unless_the_config_sets_it(tmp_path):

@@ -10,9 +10,9 @@ import tarfile
 import httpx
 import pytest
 
+from integration.helpers import DIGITS, create, digits_config, first_trial, live_run, metrics, wait_state
 from stalwart.api.errors import ContextError, InvalidRequest, InvalidStateError
 from stalwart.client import Client
-from integration.helpers import DIGITS, create, digits_config, first_trial, live_run, metrics, wait_state
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +33,8 @@ def _create_cli(c, tmp_path, text: str, context=DIGITS):
     (digits_config().replace("max_restarts: 2", "max_restarts: many"), "max_restarts:"),
     (digits_config() + "resources:\n  slots_per_trial: two\n", "resources.slots_per_trial:"),
     (digits_config().replace("metric: validation_accuracy", "smaller_is_better: false"), "searcher.metric: required"),
-    (digits_config().replace("python3 train.py", "python3 missing_script.py"), "'missing_script.py' is not in the context"),
+    (digits_config().replace("python3 train.py", "python3 missing_script.py"),
+     "'missing_script.py' is not in the context"),
     (digits_config(searcher={"name": "grid", "metric": "m"},
                    hyperparameters={"lr": {"type": "double", "minval": 0.1, "maxval": 1.0}}),
      "hyperparameters.lr.count: required for the grid searcher"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pathlib
 import time
 
 import pytest
@@ -28,8 +29,8 @@ def _worker_pids(parent: int) -> list[int]:
         if not entry.isdigit():
             continue
         try:
-            cmd = open(f"/proc/{entry}/cmdline", "rb").read()
-            stat = open(f"/proc/{entry}/stat").read()
+            cmd = pathlib.Path(f"/proc/{entry}/cmdline").read_bytes()
+            stat = pathlib.Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from stalwart.testing import LocalTestCluster
 from integration.helpers import REPO, checkpoints, create, experiment, first_trial, live_run, logs, wait_state
+from stalwart.testing import LocalTestCluster
 
 pytestmark = pytest.mark.integration
 
@@ -47,11 +47,12 @@ def test_real_determined_is_installed_but_trials_import_stalwarts(tmp_path, real
     with cluster as c:
         exp_id = create(c, config, ctx)
         d = wait_state(c, exp_id, {"COMPLETED", "ERROR"})
-        lines = [l["log"] for l in logs(c, d["trials"][0]["id"])]
+        lines = [entry["log"] for entry in logs(c, d["trials"][0]["id"])]
     assert d["experiment"]["state"] == "COMPLETED", lines
-    assert any(l.startswith("DETERMINED 0.38.1+stalwart") and "stalwart/harness/compat" in l for l in lines), lines
+    assert any(line.startswith("DETERMINED 0.38.1+stalwart") and "stalwart/harness/compat" in line
+               for line in lines), lines
     assert f"CLUSTER {d['trials'][0]['id']}" in lines
-    assert any(l.startswith("KERAS determined.keras is not implemented by Stalwart") for l in lines), lines
+    assert any(line.startswith("KERAS determined.keras is not implemented by Stalwart") for line in lines), lines
 
 
 def test_core_api_example_trains_pauses_resumes_and_completes(cluster):
@@ -68,9 +69,9 @@ def test_core_api_example_trains_pauses_resumes_and_completes(cluster):
     assert d["experiment"]["state"] == "COMPLETED"
     trial = d["trials"][0]
     assert trial["latest_validation"]["metrics"]["accuracy"] > 0.9
-    lines = [l["log"] for l in logs(c, trial_id)]
-    assert any("preempted at steps_completed=" in l for l in lines)
-    assert any("resumed at steps_completed=" in l and "steps_completed=0" not in l for l in lines)
+    lines = [entry["log"] for entry in logs(c, trial_id)]
+    assert any("preempted at steps_completed=" in line for line in lines)
+    assert any("resumed at steps_completed=" in line and "steps_completed=0" not in line for line in lines)
 
 
 def test_invalid_hp_ends_the_trial_as_an_early_exit(cluster):

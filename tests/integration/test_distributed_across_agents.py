@@ -56,7 +56,7 @@ def test_two_slot_trial_spans_two_agents_and_trains_like_one_process(two_agents)
     assert {line["rank_id"] for line in lines} >= {0, 1}
     got, want = _loss(c, two["id"]), _loss(c, one["id"])
     assert [s for s, _ in got] == [s for s, _ in want] == [10, 20, 30, 40]
-    for (step, a), (_, b) in zip(got, want):
+    for (step, a), (_, b) in zip(got, want, strict=True):
         assert a == pytest.approx(b, rel=1e-5), f"steps_completed={step}: 2 agents {a} vs 1 process {b}"
 
 

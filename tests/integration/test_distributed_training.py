@@ -49,7 +49,7 @@ def run_to_end(c, text: str) -> dict:
 
 def assert_same_curve(got: list, want: list, rel: float) -> None:
     assert [s for s, _ in got] == [s for s, _ in want]
-    for (step, a), (_, b) in zip(got, want):
+    for (step, a), (_, b) in zip(got, want, strict=True):
         assert a == pytest.approx(b, rel=rel), f"at steps_completed={step}: {a} vs {b}"
 
 
@@ -100,8 +100,8 @@ def worker_pids(allocation_id: str) -> dict[int, int]:
     found = {}
     for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
-            env = open(f"/proc/{entry}/environ", "rb").read().split(b"\0")
-            cmd = open(f"/proc/{entry}/cmdline", "rb").read()
+            env = pathlib.Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+            cmd = pathlib.Path(f"/proc/{entry}/cmdline").read_bytes()
         except OSError:
             continue
         rank = [int(v.split(b"=", 1)[1]) for v in env if v.startswith(b"RANK=")]

@@ -14,9 +14,9 @@ import sys
 import pytest
 import yaml
 
-from stalwart.testing import LocalTestCluster
-from integration.helpers import create, experiment, first_trial, live_run, wait_state
+from integration.helpers import create, first_trial, live_run, wait_state
 from integration.process_watch import DoubleRunWatcher, running, trial_processes
+from stalwart.testing import LocalTestCluster
 
 pytestmark = pytest.mark.integration
 

@@ -8,10 +8,19 @@ import time
 
 import pytest
 
-from stalwart.cli.local_cluster import pid_alive
 from integration.helpers import (
-    checkpoints, create, digits_config, experiment, first_trial, live_run, logs, metrics, training_pids, wait_state,
+    checkpoints,
+    create,
+    digits_config,
+    experiment,
+    first_trial,
+    live_run,
+    logs,
+    metrics,
+    training_pids,
+    wait_state,
 )
+from stalwart.cli.local_cluster import pid_alive
 
 pytestmark = pytest.mark.integration
 
@@ -63,8 +72,8 @@ def test_pause_then_activate_resumes_from_latest_checkpoint(cluster):
     assert [r["exit_reason"] for r in runs] == ["PREEMPTED", "EXITED"]
     second = [m for m in metrics(c, trial_id, "training") if m["trial_run_id"] == 2]
     assert second and min(m["steps_completed"] for m in second) == (paused_at // 20 + 1) * 20
-    assert any("resumed from checkpoint" in l["log"] and f"steps_completed={paused_at}" in l["log"]
-               for l in logs(c, trial_id))
+    assert any("resumed from checkpoint" in entry["log"] and f"steps_completed={paused_at}" in entry["log"]
+               for entry in logs(c, trial_id))
 
 
 def _kill_training_process(c, trial_id: int, after_checkpoints: int) -> None:
@@ -82,7 +91,7 @@ def test_kill9_of_trial_restarts_from_checkpoint_then_errors_after_max_restarts(
 
     _kill_training_process(c, trial_id, 1)
     c.wait_for(lambda: experiment(c, exp_id)["trials"][0]["restarts"] == 1, what="the first restart")
-    resumed = c.wait_for(lambda: [l for l in logs(c, trial_id) if "resumed from checkpoint" in l["log"]],
+    resumed = c.wait_for(lambda: [entry for entry in logs(c, trial_id) if "resumed from checkpoint" in entry["log"]],
                          what="the restarted trial to resume")
     assert "steps_completed=" in resumed[0]["log"] and "steps_completed=0" not in resumed[0]["log"]
 
@@ -114,7 +123,7 @@ def test_master_crash_loses_no_acknowledged_metric_and_never_runs_a_trial_twice(
     runs = c.client().get(f"/trials/{trial_id}")["runs"]
     assert len(runs) == 1, runs  # the same process carried on; nothing was started twice
     # the agent kept the lines printed while the master was down and shipped them later
-    lines = [l["log"] for l in logs(c, trial_id)]
+    lines = [entry["log"] for entry in logs(c, trial_id)]
     for step in range(20, 401, 20):
         assert any(f"steps_completed={step} loss=" in line for line in lines), step
 

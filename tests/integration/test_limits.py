@@ -16,10 +16,10 @@ import httpx
 import pytest
 import yaml
 
+from integration.helpers import digits_config, wait_state
 from stalwart.api.errors import InvalidRequest, MasterUnavailable
 from stalwart.context import pack_context
 from stalwart.testing import LocalTestCluster
-from integration.helpers import digits_config, wait_state
 
 pytestmark = pytest.mark.integration
 

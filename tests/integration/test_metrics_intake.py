@@ -1,4 +1,5 @@
-"""Metric intake on real clusters: a poisoned report fails only itself beside 400 valid ones; NaN/Infinity round-trip."""
+"""Metric intake on real clusters: a poisoned report fails only itself beside 400 valid ones; NaN/Infinity
+round-trip."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ its own (Debian's binaries, run as the `postgres` user) that it can restart at w
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pathlib
@@ -17,9 +18,9 @@ import time
 import pytest
 import yaml
 
-from stalwart.testing import LocalTestCluster, free_port
 from integration.helpers import create, first_trial, wait_state
 from integration.process_watch import DoubleRunWatcher, trial_processes
+from stalwart.testing import LocalTestCluster, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
@@ -46,8 +47,8 @@ class ThrowawayPostgres:
         self.root.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:
             shutil.chown(self.root, "postgres", "postgres")
-        self._as_postgres(self.bin / "initdb", "-D", self.data, "--username=postgres", "--auth=trust", "--encoding=UTF8", "--no-locale",
-                          "-N")
+        self._as_postgres(self.bin / "initdb", "-D", self.data, "--username=postgres", "--auth=trust",
+                          "--encoding=UTF8", "--no-locale", "-N")
         self.pg_ctl("start")
         subprocess.run([str(self.bin / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
                         "stalwart"], check=True, capture_output=True, timeout=30)
@@ -67,10 +68,8 @@ def throwaway_pg():
     try:
         yield pg, pg.start()
     finally:
-        try:
+        with contextlib.suppress(RuntimeError):
             pg.pg_ctl("stop")
-        except RuntimeError:
-            pass
         shutil.rmtree(root, ignore_errors=True)
 
 

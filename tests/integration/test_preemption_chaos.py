@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import time
+from itertools import pairwise
 
 import pytest
 import yaml
@@ -37,9 +38,9 @@ def _check_trial(c, trial: dict) -> None:
         assert steps == sorted(set(steps)), (group, steps)  # no duplicates
         runs = [p["trial_run_id"] for p in points]
         # a later run replaces everything after the checkpoint it started from and nothing before it
-        assert runs == sorted(runs), (group, list(zip(steps, runs)))
+        assert runs == sorted(runs), (group, list(zip(steps, runs, strict=True)))
     vals = [p["steps_completed"] for p in metrics(c, trial["id"], "validation")]
-    gaps = [b - a for a, b in zip([0, *vals], vals)]
+    gaps = [b - a for a, b in pairwise([0, *vals])]
     assert vals and max(gaps) <= 100, vals  # one every 100 batches (and at the end): none lost to a preemption
 
 

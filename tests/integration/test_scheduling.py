@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from integration.helpers import (
-    checkpoints, create, digits_config, first_trial, logs, metrics, wait_state,
-)
+from integration.helpers import checkpoints, create, digits_config, first_trial, logs, metrics, wait_state
 from integration.sched_helpers import GANG, gang_config, job_of, jobs, runs
 from stalwart.testing import LocalTestCluster
 
@@ -108,7 +106,8 @@ def test_commands_run_log_and_die_and_zero_slot_ones_use_the_aux_pool(preemptive
         "id": 1, "type": "COMMAND", "state": "TERMINATED", "resource_pool": "aux"}
     assert set(task) >= {"id", "type", "description", "state", "owner", "resource_pool", "created_at"}
     lines = list(c.client().stream_lines("/tasks/1/logs", follow="false"))
-    assert any(e["log"] == "hello from command-1" for e in lines) and {"id", "timestamp", "level", "log"} <= set(lines[0])
+    assert any(e["log"] == "hello from command-1" for e in lines)
+    assert {"id", "timestamp", "level", "log"} <= set(lines[0])
 
     sleeper = c.cli("cmd", "run", "-d", "sleep", "60", check=True)
     assert "Launched command 2" in sleeper.stdout and "pool default" in sleeper.stdout

@@ -8,8 +8,8 @@ import time
 import pytest
 import yaml
 
-from stalwart.testing import LocalTestCluster
 from integration.helpers import DIGITS, create, experiment, metrics, wait_state
+from stalwart.testing import LocalTestCluster
 
 pytestmark = pytest.mark.integration
 

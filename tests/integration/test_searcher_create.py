@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stalwart.api.errors import ConfigError
 from integration.helpers import create, digits_config
+from stalwart.api.errors import ConfigError
 
 pytestmark = pytest.mark.integration
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from integration.helpers import create, digits_config, first_trial, live_run, metrics, wait_state
 from stalwart.api.errors import AuthError, ForbiddenError
 from stalwart.client import Client
-from integration.helpers import create, digits_config, first_trial, live_run, metrics, wait_state
 
 pytestmark = pytest.mark.integration
 
@@ -53,12 +53,13 @@ def test_tokens_bind_reports_to_their_own_trial(cluster):
 
 def _trial_env(allocation_id: str) -> dict:
     import os
+    import pathlib
 
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            raw = open(f"/proc/{entry}/environ", "rb").read()
+            raw = pathlib.Path(f"/proc/{entry}/environ").read_bytes()
         except OSError:
             continue
         if f"STALWART_ALLOCATION_ID={allocation_id}".encode() in raw:

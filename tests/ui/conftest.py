@@ -77,7 +77,8 @@ def browser():
     try:
         from playwright import sync_api
     except ImportError:
-        _missing("playwright is not installed: pip install -c requirements.lock -e '.[dev]' (no browser download needed)")
+        _missing("playwright is not installed: pip install -c requirements.lock -e '.[dev]' "
+                 "(no browser download needed)")
     if not pathlib.Path(CHROMIUM).exists():
         _missing(f"{CHROMIUM} not found: apt-get install -y chromium")
     with sync_api.sync_playwright() as p:

@@ -1,4 +1,5 @@
-"""Browser tests in Chromium: the digits example created from the CLI, watched live, paused and activated from the page."""
+"""Browser tests in Chromium: the digits example created from the CLI, watched live, paused and activated from the
+page."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import pytest
 from conftest import REPO
 
 DIGITS = REPO / "examples" / "digits"
+# The log panel shows at least one INFO line (the level filter is off).
+SOME_INFO_LINE = "() => [...document.querySelectorAll('#logs-panel .line .lvl')].some(e => e.textContent === 'INFO')"
+
 pytestmark = pytest.mark.integration
 
 
@@ -28,7 +32,8 @@ def _int_attr(page, selector: str, attr: str) -> int:
 
 def _wait_growth(page, selector: str, attr: str, above: int, timeout: float = 30) -> int:
     page.wait_for_function(
-        "([sel, attr, n]) => { const e = document.querySelector(sel); return e && Number(e.getAttribute(attr) || 0) > n; }",
+        "([sel, attr, n]) => { const e = document.querySelector(sel); "
+        "return e && Number(e.getAttribute(attr) || 0) > n; }",
         arg=[selector, attr, above], timeout=timeout * 1000)
     return _int_attr(page, selector, attr)
 
@@ -103,14 +108,16 @@ def test_digits_live_from_the_cli(ui_cluster, search_exp, page, shots):
     # search and level filter
     page.fill("#logs-panel input[name=q]", "validation at")
     page.wait_for_function("() => [...document.querySelectorAll('#logs-panel .line .msg')].length > 0 && "
-                           "[...document.querySelectorAll('#logs-panel .line .msg')].every(e => e.textContent.includes('validation at'))",
+                           "[...document.querySelectorAll('#logs-panel .line .msg')]"
+                           ".every(e => e.textContent.includes('validation at'))",
                            timeout=30_000)
     page.fill("#logs-panel input[name=q]", "")
-    page.wait_for_function("() => [...document.querySelectorAll('#logs-panel .line .lvl')].some(e => e.textContent === 'INFO')")
+    page.wait_for_function(SOME_INFO_LINE)
     page.select_option("#logs-panel select[name=level]", "WARNING")
-    page.wait_for_function("() => ![...document.querySelectorAll('#logs-panel .line .lvl')].some(e => ['DEBUG', 'INFO'].includes(e.textContent))")
+    page.wait_for_function("() => ![...document.querySelectorAll('#logs-panel .line .lvl')]"
+                           ".some(e => ['DEBUG', 'INFO'].includes(e.textContent))")
     page.select_option("#logs-panel select[name=level]", "")
-    page.wait_for_function("() => [...document.querySelectorAll('#logs-panel .line .lvl')].some(e => e.textContent === 'INFO')")
+    page.wait_for_function(SOME_INFO_LINE)
 
     mark('filters')
     # to the end: the trial completes, with checkpoints and a restart history of two runs (paused, resumed)

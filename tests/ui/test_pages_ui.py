@@ -20,7 +20,8 @@ from stalwart.master.settings import MasterSettings
 pytestmark = pytest.mark.integration
 
 EVIL = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
-NOT_RUN = "() => window.__pwned === undefined && document.querySelectorAll('img[src=x], script:not([src]):not([type])').length === 0"
+NOT_RUN = ("() => window.__pwned === undefined && "
+           "document.querySelectorAll('img[src=x], script:not([src]):not([type])').length === 0")
 
 
 def _create(cluster, tmp_path, activate: bool = False, **changes) -> dict:
@@ -38,8 +39,9 @@ def _create(cluster, tmp_path, activate: bool = False, **changes) -> dict:
 
 
 def _shown_as_text(page, selector: str) -> None:
-    page.wait_for_function("([sel, evil]) => [...document.querySelectorAll(sel)].some(e => e.textContent.includes(evil))",
-                           arg=[selector, EVIL])
+    page.wait_for_function(
+        "([sel, evil]) => [...document.querySelectorAll(sel)].some(e => e.textContent.includes(evil))",
+        arg=[selector, EVIL])
     assert page.evaluate(NOT_RUN), "user text was interpreted as HTML"
 
 
@@ -86,8 +88,9 @@ def test_user_text_is_escaped_everywhere(ui_cluster, page, tmp_path):
 
 
 def test_not_found_pages(ui_cluster, page, shots):
-    for path, message in [("/experiments/987654", "experiment 987654 not found"), ("/trials/987654", "trial 987654 not found"),
-                          ("/trials/abc", "trial 'abc' not found"), ("/no/such/page", "There is no page at /no/such/page")]:
+    for path, message in [("/experiments/987654", "experiment 987654 not found"),
+                          ("/trials/987654", "trial 987654 not found"), ("/trials/abc", "trial 'abc' not found"),
+                          ("/no/such/page", "There is no page at /no/such/page")]:
         res = page.goto(ui_cluster.url + path)
         assert res.status == 404, path
         assert message in page.text_content("#error-message")
@@ -115,7 +118,8 @@ def test_kill_of_a_finished_experiment_shows_the_api_message(ui_cluster, page, t
     assert page.is_disabled("#actions button[data-action=kill]")
     page.click("#actions button[data-action=archive]")
     page.wait_for_function("() => document.querySelector('#flash').textContent.includes('archive: done')")
-    page.wait_for_function("() => document.querySelector('#actions button[data-action=archive]').textContent === 'Unarchive'")
+    page.wait_for_function(
+        "() => document.querySelector('#actions button[data-action=archive]').textContent === 'Unarchive'")
     assert c.client().get(f"/experiments/{exp['id']}")["experiment"]["archived"] is True
     page.goto(f"{c.url}/?q=finished-one")  # the default list hides archived experiments
     page.wait_for_selector("#experiments")

@@ -58,8 +58,10 @@ def _metrics(app, trial_id: int, group: str, n: int, value, every: int = 1) -> N
 def test_trial_series_downsamples_and_keeps_extremes(client, tmp_path):
     c, app = client
     _, (tid, *_rest) = _experiment(app, tmp_path)
-    _metrics(app, tid, "training", 50_000, lambda s: 100.0 if s == 31_111 else (-100.0 if s == 40_000 else math.sin(s)))
-    r = c.get(f"/api/v1/trials/{tid}/metrics/series", params={"group": "training", "metric": "loss", "max_points": 1000})
+    _metrics(app, tid, "training", 50_000,
+             lambda s: 100.0 if s == 31_111 else (-100.0 if s == 40_000 else math.sin(s)))
+    r = c.get(f"/api/v1/trials/{tid}/metrics/series",
+              params={"group": "training", "metric": "loss", "max_points": 1000})
     assert r.status_code == 200, r.text
     d = r.json()
     assert d["raw_points"] == 50_000 and d["points"] <= 1000 and d["downsampled"]
@@ -71,7 +73,8 @@ def test_trial_series_downsamples_and_keeps_extremes(client, tmp_path):
               params={"group": "training", "metric": "loss", "x_min": 100, "x_max": 199, "max_points": 1000}).json()
     assert z["x"] == list(range(100, 200)) and not z["downsampled"]
     # time axis and epochs axis (global_batch_size 32, records_per_epoch 640: 20 batches an epoch)
-    tm = c.get(f"/api/v1/trials/{tid}/metrics/series", params={"group": "training", "x": "time", "max_points": 40}).json()
+    tm = c.get(f"/api/v1/trials/{tid}/metrics/series",
+               params={"group": "training", "x": "time", "max_points": 40}).json()
     assert tm["points"] <= 40 and tm["x"][0] == 1001.0
     ep = c.get(f"/api/v1/trials/{tid}/metrics/series",
                params={"group": "training", "metric": "loss", "x": "epochs", "x_max": 1}).json()
@@ -94,7 +97,7 @@ def test_a_long_series_shown_whole_comes_from_the_index_with_its_extremes(client
     whole = c.get(url, params=params).json()
     assert whole["source"] == "summary" and whole["raw_points"] == 60_000 and whole["downsampled"]
     assert 100.0 in whole["y"] and -100.0 in whole["y"] and whole["x"][whole["y"].index(100.0)] == 31_111
-    assert all(y == value(x) for x, y in zip(whole["x"], whole["y"]))  # real points at their own x
+    assert all(y == value(x) for x, y in zip(whole["x"], whole["y"], strict=True))  # real points at their own x
     assert whole["x"] == sorted(whole["x"]) and 500 <= whole["points"] <= 1000
     assert max(y for y in whole["y"] if abs(y) < 2) > 0.99 and min(y for y in whole["y"] if abs(y) < 2) < -0.99
     # the same chart read from the rows has the same extremes
@@ -112,7 +115,8 @@ def test_a_long_series_shown_whole_comes_from_the_index_with_its_extremes(client
 def test_series_bad_input_is_a_clear_400_or_404(client, tmp_path):
     c, app = client
     exp_id, (tid, *_rest) = _experiment(app, tmp_path)
-    for params, word in [({"x": "steps"}, "x:"), ({"max_points": 1}, "max_points"), ({"max_points": 10**6}, "max_points")]:
+    for params, word in [({"x": "steps"}, "x:"), ({"max_points": 1}, "max_points"),
+                         ({"max_points": 10**6}, "max_points")]:
         r = c.get(f"/api/v1/trials/{tid}/metrics/series", params=params)
         assert r.status_code == 400 and word in r.json()["error"]["message"]
     r = c.get("/api/v1/trials/999999/metrics/series")
@@ -152,7 +156,7 @@ def test_experiment_series_puts_all_trials_on_one_grid(client, tmp_path, use_ind
         assert min(values) == pytest.approx(1.0 / (2000 - 500 * i) + i)
     # the shorter trials stop early: no values past their last step
     last = d["trials"][2]["y"]
-    assert all(v is None for v, x in zip(last, d["x"]) if x > 1000 + 10)
+    assert all(v is None for v, x in zip(last, d["x"], strict=True) if x > 1000 + 10)
 
 
 def test_index_follows_new_rows_and_page_models(client, tmp_path):
@@ -184,9 +188,10 @@ def test_index_follows_new_rows_and_page_models(client, tmp_path):
 def test_experiments_list_filters_sorts_and_pages(client, tmp_path):
     c, app = client
     for name, label in [("alpha", "x"), ("beta", "y"), ("gamma", "x"), ("Alphabet", "z")]:
-        _experiment(app, tmp_path, CONFIG.replace("series-test", name).replace("records_per_epoch", f"labels: [{label}]\nrecords_per_epoch"))
+        labelled = CONFIG.replace("records_per_epoch", f"labels: [{label}]\nrecords_per_epoch")
+        _experiment(app, tmp_path, labelled.replace("series-test", name))
     d = c.get("/api/v1/ui/experiments", params={"q": "alpha", "sort": "name", "order": "asc"}).json()
-    assert [e["name"] for e in d["experiments"]] == ["Alphabet", "alpha"] or [e["name"] for e in d["experiments"]] == ["alpha", "Alphabet"]
+    assert [e["name"] for e in d["experiments"]] in (["Alphabet", "alpha"], ["alpha", "Alphabet"])
     assert d["total"] == 2
     d = c.get("/api/v1/ui/experiments", params={"label": "x"}).json()
     assert sorted(e["name"] for e in d["experiments"]) == ["alpha", "gamma"]
@@ -232,7 +237,7 @@ def test_binary_series_carry_the_same_values(client, tmp_path):
     assert head["slots"] == len(js["x"]) == 100 and head["x"] == js["x"] and len(values) == 3 * 100
     for i, tr in enumerate(js["trials"]):
         assert head["trials"][i]["trial_id"] == tr["trial_id"] and "y" not in head["trials"][i]
-        for v, w in zip(tr["y"], values[i * 100:(i + 1) * 100]):
+        for v, w in zip(tr["y"], values[i * 100:(i + 1) * 100], strict=True):
             assert (v is None and w != w) or v == pytest.approx(w, rel=1e-6, abs=1e-6)
     assert c.get(url + "&format=xml").status_code == 400
 
@@ -259,7 +264,11 @@ def test_archive_logs_and_cluster_models(client, tmp_path):
     assert c.post(f"/api/v1/experiments/{exp_id}/kill").status_code == 200
     r = c.post(f"/api/v1/experiments/{exp_id}/archive")
     assert r.status_code == 200 and r.json()["experiment"]["archived"] is True
-    listed = lambda archived: [e["id"] for e in c.get("/api/v1/ui/experiments", params={"archived": archived}).json()["experiments"]]  # noqa: E731
+
+    def listed(archived: str) -> list[int]:
+        return [e["id"] for e in c.get("/api/v1/ui/experiments", params={"archived": archived}).json()["experiments"]]
+
+
     assert listed("false") == [] and listed("true") == [exp_id] and listed("all") == [exp_id]
     assert c.post(f"/api/v1/experiments/{exp_id}/unarchive").json()["experiment"]["archived"] is False
     assert listed("false") == [exp_id]
@@ -272,8 +281,9 @@ def test_archive_logs_and_cluster_models(client, tmp_path):
     levels = ["DEBUG", "INFO", "WARNING", "ERROR"]
     with app.state.master.db.begin() as conn:
         conn.execute(t.task_logs.insert(), [
-            {"trial_id": ids[0], "timestamp": 1000.0 + i, "level": levels[i % 4], "stdtype": "stdout", "source": "trial",
-             "log": f"Line {i} {'Validation' if i % 2 else 'training'} 100%_done"} for i in range(40)])
+            {"trial_id": ids[0], "timestamp": 1000.0 + i, "level": levels[i % 4], "stdtype": "stdout",
+             "source": "trial", "log": f"Line {i} {'Validation' if i % 2 else 'training'} 100%_done"}
+            for i in range(40)])
     logs = c.get(f"/api/v1/ui/trials/{ids[0]}/logs", params={"tail": 5}).json()
     assert [e["log"].split()[1] for e in logs["logs"]] == ["35", "36", "37", "38", "39"] and logs["truncated"]
     assert logs["last_id"] == logs["logs"][-1]["id"]

@@ -19,10 +19,7 @@ _MAX_LISTED = 10
 def check_entrypoint(entrypoint: str | list[str], names: Iterable[str]) -> list[str]:
     """Problems with `entrypoint` given the context's archive paths; empty when it looks fine."""
     try:
-        if isinstance(entrypoint, (list, tuple)):
-            argv = list(entrypoint)
-        else:
-            argv = shlex.split(entrypoint)
+        argv = list(entrypoint) if isinstance(entrypoint, (list, tuple)) else shlex.split(entrypoint)
     except ValueError as err:
         return [f"entrypoint: cannot parse {entrypoint!r}: {err}"]
     if not argv:

@@ -221,10 +221,12 @@ def _lstat(path: Path) -> os.stat_result:
 
 def _write_tgz(files: list[ContextFile]) -> bytes:
     buf = io.BytesIO()
-    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz:
-        with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            for f in files:
-                _add_member(tar, f)
+    with (
+        gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        for f in files:
+            _add_member(tar, f)
     return buf.getvalue()
 
 

@@ -107,6 +107,12 @@ class _CappedStream:
     def tell(self) -> int:
         return self.raw.tell()
 
+    def write(self, data: bytes) -> int:
+        raise io.UnsupportedOperation("the context archive is read, never written")
+
+    def close(self) -> None:
+        """Nothing to release: `raw` belongs to the caller, which closes it."""
+
     def _check(self, pos: int) -> None:
         if self.cap is not None and pos > self.cap:
             raise ContextError(
@@ -290,6 +296,8 @@ def _extract(archive: bytes, plan: list[_Member], dest: Path, max_size: int | No
 def _write_file(tar: tarfile.TarFile, member: _Member, target: str) -> None:
     os.makedirs(os.path.dirname(target), exist_ok=True)
     source = tar.extractfile(member.info)
+    if source is None:  # _check_type lets through only regular files and directories
+        raise ContextError(f"cannot extract {member.rel}: it is not a regular file")
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
     with os.fdopen(os.open(target, flags, 0o600), "wb") as out:
         shutil.copyfileobj(source, out, _CHUNK)

@@ -3,5 +3,5 @@
 from stalwart import core
 
 with core.init() as ctx:
-    for op in ctx.searcher.operations():
+    for _op in ctx.searcher.operations():
         loss = 1 / 0

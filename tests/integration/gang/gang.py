@@ -7,7 +7,8 @@ import os
 import sys
 import time
 
-info = json.load(open(os.environ["STALWART_INFO_FILE"]))
+with open(os.environ["STALWART_INFO_FILE"]) as info_file:
+    info = json.load(info_file)
 hp = info["trial"]["hparams"]
 rank = int(os.environ["STALWART_CONTAINER_RANK"])
 print(f"GANG rank={rank} n={os.environ['STALWART_NUM_CONTAINERS']} det_rank={os.environ['DET_CONTAINER_RANK']} "

@@ -37,8 +37,12 @@ def test_environment_variable_map_with_gpu_alias(minimal, expand):
         (["A=1", "NOVALUE"], ["environment.environment_variables[1]: expected NAME=VALUE, got 'NOVALUE'"]),
         (["=1"], ["environment.environment_variables[0]: expected NAME=VALUE, got '=1'"]),
         ([5], ["environment.environment_variables[0]: expected NAME=VALUE, got 5"]),
-        ({"cpu": ["X"], "tpu": []}, ["environment.environment_variables.cpu[0]: expected NAME=VALUE, got 'X'", "environment.environment_variables.tpu: unknown key; did you mean 'gpu'?"]),
-        ("A=1", ["environment.environment_variables: expected a list of NAME=VALUE strings or a map of such lists, got 'A=1'"]),
+        ({"cpu": ["X"], "tpu": []},
+         ["environment.environment_variables.cpu[0]: expected NAME=VALUE, got 'X'",
+          "environment.environment_variables.tpu: unknown key; did you mean 'gpu'?"]),
+        ("A=1",
+         ["environment.environment_variables: expected a list of NAME=VALUE strings or a map of such lists, "
+          "got 'A=1'"]),
     ],
 )  # fmt: skip
 def test_environment_variable_errors(minimal, problems, variables, details):

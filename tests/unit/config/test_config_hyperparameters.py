@@ -73,10 +73,12 @@ def test_ranged_types_get_defaults(minimal, expand):
 @pytest.mark.parametrize(
     ("spec", "detail"),
     [
-        ({"type": "double", "minval": 1.0, "maxval": 0.1}, "hyperparameters.x.minval: must be less than maxval (got 1.0 >= 0.1)"),
+        ({"type": "double", "minval": 1.0, "maxval": 0.1},
+         "hyperparameters.x.minval: must be less than maxval (got 1.0 >= 0.1)"),
         ({"type": "int", "minval": 5, "maxval": 5}, "hyperparameters.x.minval: must be less than maxval (got 5 >= 5)"),
         ({"type": "int", "minval": 1.5, "maxval": 5}, "hyperparameters.x.minval: expected an integer, got 1.5"),
-        ({"type": "int", "minval": 1, "maxval": 5, "count": 0}, "hyperparameters.x.count: expected an integer >= 1, got 0"),
+        ({"type": "int", "minval": 1, "maxval": 5, "count": 0},
+         "hyperparameters.x.count: expected an integer >= 1, got 0"),
         ({"type": "double", "maxval": 5}, "hyperparameters.x.minval: required"),
         ({"type": "log", "minval": 1, "maxval": 2, "base": 0}, "hyperparameters.x.base: expected a number > 0, got 0"),
         ({"type": "log", "minval": "a", "maxval": 2}, "hyperparameters.x.minval: expected a number, got 'a'"),
@@ -84,8 +86,10 @@ def test_ranged_types_get_defaults(minimal, expand):
         ({"type": "categorical"}, "hyperparameters.x.vals: required"),
         ({"type": "categorical", "vals": "abc"}, "hyperparameters.x.vals: expected a list, got 'abc'"),
         ({"type": "const"}, "hyperparameters.x.val: required"),
-        ({"type": "uniform", "minval": 1}, "hyperparameters.x.type: expected one of const, int, double, log, categorical, got 'uniform'"),
-        ({"type": "int", "minval": 1, "maxval": 3, "cout": 2}, "hyperparameters.x.cout: unknown key; did you mean 'count'?"),
+        ({"type": "uniform", "minval": 1},
+         "hyperparameters.x.type: expected one of const, int, double, log, categorical, got 'uniform'"),
+        ({"type": "int", "minval": 1, "maxval": 3, "cout": 2},
+         "hyperparameters.x.cout: unknown key; did you mean 'count'?"),
     ],
 )  # fmt: skip
 def test_hyperparameter_errors(minimal, problems, spec, detail):

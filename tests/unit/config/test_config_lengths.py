@@ -27,7 +27,8 @@ def test_bare_int_only_when_allowed():
     ("value", "detail"),
     [
         ({}, "p: a length needs exactly one of batches, records, epochs (got none)"),
-        ({"batches": 1, "epochs": 2}, "p: a length needs exactly one of batches, records, epochs (got batches, epochs)"),
+        ({"batches": 1, "epochs": 2},
+         "p: a length needs exactly one of batches, records, epochs (got batches, epochs)"),
         ({"batch": 1}, "p.batch: unknown key; did you mean 'batches'?"),
         ({"steps": 1}, "p.steps: unknown key"),
         ({"epochs": -1}, "p.epochs: expected an integer >= 0, got -1"),

@@ -74,4 +74,5 @@ def test_views_tolerate_raw_and_partial_dicts():
     assert max_restarts({}) == 5
     assert slots_per_trial({}) == 1
     assert environment_variables({"environment": {"environment_variables": ["X=1"]}}) == {"X": "1"}
-    assert global_batch_size({"hyperparameters": {"global_batch_size": {"type": "int", "minval": 1, "maxval": 4}}}) is None
+    searched = {"type": "int", "minval": 1, "maxval": 4}
+    assert global_batch_size({"hyperparameters": {"global_batch_size": searched}}) is None

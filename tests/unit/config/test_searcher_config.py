@@ -142,4 +142,5 @@ def test_end_of_life_names_parse_but_no_experiment_runs_them(name):
     with pytest.raises(ConfigError) as info:
         make_search_method(expanded)
     names = "single, random, grid, adaptive_asha, async_halving, asha_promotion, hyperband, pbt, optuna, custom"
-    assert info.value.details == [f"searcher.name: '{name}' is end-of-life in Determined and cannot run; use one of {names}"]
+    assert info.value.details == [
+        f"searcher.name: '{name}' is end-of-life in Determined and cannot run; use one of {names}"]

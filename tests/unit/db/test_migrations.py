@@ -49,6 +49,7 @@ def test_0003_downgrades_and_upgrades_again_keeping_experiments_as_jobs(tmp_path
             "VALUES ('old', '[]', 'me', '{\"resources\": {\"priority\": 7}}', '', 'ACTIVE', 0, 0, 1.0)"))
     db.migrate()
     with db.engine.begin() as conn:
-        rows = conn.execute(sa.text("SELECT type, entity_id, priority, weight, resource_pool, queue_position FROM jobs")).all()
+        rows = conn.execute(
+            sa.text("SELECT type, entity_id, priority, weight, resource_pool, queue_position FROM jobs")).all()
     assert [tuple(r) for r in rows] == [("EXPERIMENT", 1, 7, 1.0, "default", 1.0)]
     db.dispose()

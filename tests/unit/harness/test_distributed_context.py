@@ -169,8 +169,9 @@ def test_sigterm_to_the_launcher_reaches_every_worker(tmp_path):
 
 def test_killing_the_launchers_process_group_kills_every_worker(tmp_path):
     """The agent kills a trial with SIGKILL to its process group; torchrun's workers live in sessions of their own."""
-    proc = subprocess.Popen([*LAUNCHER, "python3", WORKER, "sigterm", str(tmp_path)], env=clean_env(DET_SLOT_IDS="[0, 1]"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen([*LAUNCHER, "python3", WORKER, "sigterm", str(tmp_path)],
+                            env=clean_env(DET_SLOT_IDS="[0, 1]"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 90
     while len(list(tmp_path.glob("ready.*"))) < 2:
         assert time.monotonic() < deadline and proc.poll() is None

@@ -28,8 +28,8 @@ def test_unshuffled_batches_match_torch(kwargs):
     assert len(ours) == len(theirs)
     got, want = list(ours), list(theirs)
     assert len(got) == len(want)
-    for a, b in zip(got, want):
-        assert all(torch.equal(x, y) for x, y in zip(a, b))
+    for a, b in zip(got, want, strict=True):
+        assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
 
 
 def test_shuffle_is_seeded_per_epoch_and_reshuffles():

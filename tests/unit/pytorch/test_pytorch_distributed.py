@@ -1,4 +1,5 @@
-"""PyTorchTrial under DDP with 2 real gloo workers (our launcher, off-cluster): wrapping, sharding, metrics, checkpoints.
+"""PyTorchTrial under DDP with 2 real gloo workers (our launcher, off-cluster): wrapping, sharding, metrics,
+checkpoints.
 
 Each test runs twice: both workers in one container (2 slots), and one worker in each of two
 containers (two launcher processes on loopback, as the master starts them across agents).

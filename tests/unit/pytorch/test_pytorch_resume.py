@@ -26,7 +26,7 @@ def assert_same_run(straight, first, resumed):
     assert first.losses + resumed.losses == straight.losses
     assert first.lrs + resumed.lrs == straight.lrs
     assert first.seen + resumed.seen == straight.seen
-    for a, b in zip(params_of(straight), params_of(resumed)):
+    for a, b in zip(params_of(straight), params_of(resumed), strict=True):
         assert torch.equal(a, b)
 
 
@@ -54,7 +54,7 @@ def test_resume_in_epochs_with_every_epoch_scheduler(tmp_path):
     assert first.lrs + second.lrs + third.lrs == straight.lrs
     assert straight.lrs[0] == pytest.approx(0.1) and straight.lrs[45] == pytest.approx(0.09)
     assert straight.lrs[90] == pytest.approx(0.081)
-    for a, b in zip(params_of(straight), params_of(third)):
+    for a, b in zip(params_of(straight), params_of(third), strict=True):
         assert torch.equal(a, b)
 
 

@@ -139,7 +139,7 @@ def test_clip_grads_is_applied(tmp_path):
         trial = DigitsTrial(ctx)
         before = params_of(trial)
         pytorch.Trainer(trial, ctx).fit(max_length=pytorch.Batch(3), checkpoint_policy="none")
-    moved = max((a - b).abs().max().item() for a, b in zip(before, params_of(trial)))
+    moved = max((a - b).abs().max().item() for a, b in zip(before, params_of(trial), strict=True))
     assert 0 < moved < 1e-4  # unclipped, the first steps move weights by ~1e-2
 
 
@@ -266,13 +266,16 @@ def test_context_information(tmp_path):
 
 def test_tensorboard_writer_needs_tensorboard(tmp_path, monkeypatch):
     # tensorboard is installed for the other tests: hide it, as on a machine without it
-    for name in [m for m in sys.modules if m == "tensorboard" or m.startswith(("tensorboard.", "torch.utils.tensorboard"))]:
+    hidden = ("tensorboard.", "torch.utils.tensorboard")
+    for name in [m for m in sys.modules if m == "tensorboard" or m.startswith(hidden)]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "tensorboard", None)
     monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)
-    with pytorch.init(hparams=HPARAMS, checkpoint_storage=str(tmp_path)) as ctx:
-        with pytest.raises(RuntimeError, match="pip install tensorboard"):
-            ctx.get_tensorboard_writer()
+    with (
+        pytorch.init(hparams=HPARAMS, checkpoint_storage=str(tmp_path)) as ctx,
+        pytest.raises(RuntimeError, match="pip install tensorboard"),
+    ):
+        ctx.get_tensorboard_writer()
 
 
 @pytest.mark.parametrize("enabled, mode", [(True, "AUTO"), (False, "MANUAL")])
@@ -296,7 +299,7 @@ def test_load_trial_from_checkpoint_path(tmp_path):
     trial, trainer, _ = fit_digits(tmp_path, pytorch.Batch(10))
     loaded = pytorch.load_trial_from_checkpoint_path(tmp_path / trainer.checkpoints[-1])
     assert type(loaded).__name__ == "DigitsTrial"
-    for a, b in zip(params_of(trial), params_of(loaded)):
+    for a, b in zip(params_of(trial), params_of(loaded), strict=True):
         assert torch.equal(a, b)
     again = pytorch.load_trial_from_checkpoint_path(str(tmp_path / trainer.checkpoints[-1]), trial_class=DigitsTrial,
                                                    torch_load_kwargs={"weights_only": True})
@@ -319,9 +322,11 @@ def test_fit_argument_errors(tmp_path):
 
         build_training_data_loader = build_validation_data_loader = train_batch = lambda *a, **k: None
 
-    with pytorch.init(hparams=HPARAMS, checkpoint_storage=str(tmp_path)) as ctx:
-        with pytest.raises(ValueError, match="wrap_model"):
-            pytorch.Trainer(NoModel(ctx), ctx).fit(max_length=pytorch.Batch(1))
+    with (
+        pytorch.init(hparams=HPARAMS, checkpoint_storage=str(tmp_path)) as ctx,
+        pytest.raises(ValueError, match="wrap_model"),
+    ):
+        pytorch.Trainer(NoModel(ctx), ctx).fit(max_length=pytorch.Batch(1))
 
 
 def test_invalid_hp_checkpoints_and_is_swallowed_by_init(tmp_path):

@@ -33,12 +33,14 @@ class Sim:
         for r in self.requests.values():
             for agent, ids in r.containers:
                 used[agent].update(ids)
-        return [AgentState(a, "default", n, tuple(i for i in range(n) if i not in used[a])) for a, n in self.sizes.items()]
+        return [AgentState(a, "default", n, tuple(i for i in range(n) if i not in used[a]))
+                for a, n in self.sizes.items()]
 
     def step(self) -> tuple[list[str], list[str]]:
         d = schedule(list(self.requests.values()), self.agents(), default_policy=self.policy)
         for s in d.starts:
-            self.requests[s.allocation_id] = dataclasses.replace(self.requests[s.allocation_id], containers=s.containers)
+            started = dataclasses.replace(self.requests[s.allocation_id], containers=s.containers)
+            self.requests[s.allocation_id] = started
             if s.backfilled:
                 self.backfilled.add(s.allocation_id)
         for aid in d.preemptions:

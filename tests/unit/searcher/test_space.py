@@ -33,7 +33,8 @@ def test_grid_axis_rules(spec, points):
 
 
 def test_log_axis_is_base_to_the_linspace_of_exponents():
-    assert axis({"type": "log", "minval": -3, "maxval": -1, "base": 10, "count": 3}) == pytest.approx([1e-3, 1e-2, 1e-1])
+    three = {"type": "log", "minval": -3, "maxval": -1, "base": 10, "count": 3}
+    assert axis(three) == pytest.approx([1e-3, 1e-2, 1e-1])
     assert axis({"type": "log", "minval": 1, "maxval": 5, "base": 2, "count": 1}) == pytest.approx([8.0])
     assert axis({"type": "log", "minval": 0, "maxval": 2, "count": 2}) == pytest.approx([1.0, 100.0])  # base 10
 
