@@ -9,6 +9,24 @@ metadata = sa.MetaData()
 
 JSONType = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 
+INT32_MAX = 2**31 - 1
+
+
+class Id32(sa.types.TypeDecorator[int]):
+    """A 32-bit id column (experiments, trials, commands and the columns referring to them).
+
+    The API takes ids up to 2^63 - 1. An id past this column's range names no row, so it is bound as NULL:
+    a lookup finds nothing (404) instead of PostgreSQL refusing the parameter ("integer out of range"),
+    which would answer 500. Ids the database assigns never leave the range."""
+
+    impl = sa.Integer
+    cache_ok = True
+
+    def process_bind_param(self, value: int | None, dialect: sa.Dialect) -> int | None:
+        if value is not None and not -INT32_MAX - 1 <= value <= INT32_MAX:
+            return None
+        return value
+
 cluster_info = sa.Table(
     "cluster_info",
     metadata,
@@ -19,7 +37,7 @@ cluster_info = sa.Table(
 experiments = sa.Table(
     "experiments",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("id", Id32, primary_key=True, autoincrement=True),
     sa.Column("name", sa.String(512), nullable=False),
     sa.Column("description", sa.Text, nullable=True),
     sa.Column("labels", JSONType, nullable=False),
@@ -38,15 +56,15 @@ experiments = sa.Table(
 contexts = sa.Table(
     "contexts",
     metadata,
-    sa.Column("experiment_id", sa.Integer, sa.ForeignKey("experiments.id"), primary_key=True),
+    sa.Column("experiment_id", Id32, sa.ForeignKey("experiments.id"), primary_key=True),
     sa.Column("archive", sa.LargeBinary, nullable=False),
 )
 
 trials = sa.Table(
     "trials",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("experiment_id", sa.Integer, sa.ForeignKey("experiments.id"), nullable=False, index=True),
+    sa.Column("id", Id32, primary_key=True, autoincrement=True),
+    sa.Column("experiment_id", Id32, sa.ForeignKey("experiments.id"), nullable=False, index=True),
     sa.Column("request_id", sa.String(64), nullable=False),
     sa.Column("hparams", JSONType, nullable=False),
     sa.Column("seed", sa.BigInteger, nullable=False),
@@ -87,7 +105,7 @@ allocations = sa.Table(
     "allocations",
     metadata,
     sa.Column("id", sa.String(64), primary_key=True),
-    sa.Column("trial_id", sa.Integer, sa.ForeignKey("trials.id"), nullable=True, index=True),
+    sa.Column("trial_id", Id32, sa.ForeignKey("trials.id"), nullable=True, index=True),
     sa.Column("run_id", sa.Integer, nullable=False, default=0),
     sa.Column("agent_id", sa.String(128), nullable=True, index=True),
     sa.Column("slots", sa.Integer, nullable=False),
@@ -103,7 +121,7 @@ allocations = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("started_at", sa.Float, nullable=True),
     sa.Column("ended_at", sa.Float, nullable=True),
-    sa.Column("command_id", sa.Integer, sa.ForeignKey("commands.id"), nullable=True, index=True),
+    sa.Column("command_id", Id32, sa.ForeignKey("commands.id"), nullable=True, index=True),
     sa.Column("backfilled", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
     sa.Column("pending_reason", sa.Text, nullable=True),
     sa.Column("rendezvous_port", sa.Integer, nullable=True),
@@ -116,7 +134,7 @@ jobs = sa.Table(
     metadata,
     sa.Column("id", sa.String(64), primary_key=True),
     sa.Column("type", sa.String(16), nullable=False),
-    sa.Column("entity_id", sa.Integer, nullable=False),
+    sa.Column("entity_id", Id32, nullable=False),
     sa.Column("priority", sa.Integer, nullable=False),
     sa.Column("weight", sa.Float, nullable=False),
     sa.Column("max_slots", sa.Integer, nullable=True),
@@ -130,7 +148,7 @@ jobs = sa.Table(
 commands = sa.Table(
     "commands",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("id", Id32, primary_key=True, autoincrement=True),
     sa.Column("description", sa.String(512), nullable=False),
     sa.Column("owner", sa.String(128), nullable=False),
     sa.Column("config", JSONType, nullable=False),
@@ -160,7 +178,7 @@ metrics = sa.Table(
     "metrics",
     metadata,
     sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True, autoincrement=True),
-    sa.Column("trial_id", sa.Integer, sa.ForeignKey("trials.id"), nullable=False),
+    sa.Column("trial_id", Id32, sa.ForeignKey("trials.id"), nullable=False),
     sa.Column("trial_run_id", sa.Integer, nullable=False),
     sa.Column("group_name", sa.String(64), nullable=False),
     sa.Column("steps_completed", sa.BigInteger, nullable=False),
@@ -173,7 +191,7 @@ checkpoints = sa.Table(
     "checkpoints",
     metadata,
     sa.Column("uuid", sa.String(64), primary_key=True),
-    sa.Column("trial_id", sa.Integer, sa.ForeignKey("trials.id"), nullable=False, index=True),
+    sa.Column("trial_id", Id32, sa.ForeignKey("trials.id"), nullable=False, index=True),
     sa.Column("allocation_id", sa.String(64), nullable=True),
     sa.Column("steps_completed", sa.BigInteger, nullable=False),
     sa.Column("state", sa.String(16), nullable=False),
@@ -187,7 +205,7 @@ task_logs = sa.Table(
     "task_logs",
     metadata,
     sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True, autoincrement=True),
-    sa.Column("trial_id", sa.Integer, nullable=True),
+    sa.Column("trial_id", Id32, nullable=True),
     sa.Column("allocation_id", sa.String(64), nullable=True),
     sa.Column("agent_id", sa.String(128), nullable=True),
     sa.Column("rank_id", sa.Integer, nullable=True),
