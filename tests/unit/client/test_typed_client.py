@@ -59,7 +59,8 @@ def test_a_body_that_is_not_json_names_the_route(tiny_server: TinyServer) -> Non
 
 def test_bad_arguments_are_refused_before_anything_is_sent(tiny_server: TinyServer) -> None:
     client = Client(tiny_server.url)
-    with pytest.raises(InvalidRequest, match="invalid UpdateJob request: priority: expected an integer from 1 \(most urgent\) to 99, got 500"):
+    expected = r"invalid UpdateJob request: priority: expected an integer from 1 \(most urgent\) to 99, got 500"
+    with pytest.raises(InvalidRequest, match=expected):
         client.update_job("j1", priority=500)
     with pytest.raises(InvalidRequest, match="invalid ReportProgress request: progress"):
         client.report_progress(1, 1.5)
