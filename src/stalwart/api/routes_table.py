@@ -85,6 +85,10 @@ ROUTES: tuple[RouteSpec, ...] = (
     _r("POST", E, USER, experiments.CreatedExperiment, BAD, request=experiments.CreateExperiment),
     _r("GET", E, USER, experiments.ExperimentList, BAD),
     _r("GET", E + "/{exp_id}", USER, experiments.ExperimentDetail, BAD, NF),
+    _r("PATCH", E + "/{exp_id}", USER, experiments.ExperimentEnvelope, BAD, NF, request=experiments.PatchExperiment),
+    _r("DELETE", E + "/{exp_id}", USER, Empty, BAD, NF, STATE),
+    _r("POST", E + "/{exp_id}/continue", USER, experiments.ExperimentEnvelope, BAD, NF, STATE,
+       request=experiments.ContinueExperiment),
     _r("POST", E + "/{exp_id}/{action}", USER, experiments.ExperimentEnvelope, BAD, NF, STATE),
     _r("GET", E + "/{exp_id}/trials", USER, experiments.TrialList, BAD, NF),
     _r("GET", E + "/{exp_id}/checkpoints", USER, checkpoints.CheckpointList, BAD, NF),
@@ -116,6 +120,7 @@ ROUTES: tuple[RouteSpec, ...] = (
        request=allocations.Started),
     _r("POST", AL + "/{allocation_id}/exited", CLUSTER, Empty, BAD, NF, request=allocations.Exited),
     # checkpoints
+    _r("DELETE", "/api/v1/checkpoints", USER, Empty, BAD, NF, BIG, request=checkpoints.DeleteCheckpoints),
     _r("GET", "/api/v1/checkpoints/{uuid}", USER, checkpoints.CheckpointEnvelope, BAD, NF),
     _r("GET", "/api/v1/checkpoints/{uuid}/download", USER, None, BAD, NF, content_type="application/gzip"),
     # agents and slots

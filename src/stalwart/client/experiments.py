@@ -1,10 +1,11 @@
-"""Experiments: create, list, describe, actions, trials, checkpoints, the context archive, the best validation."""
+"""Experiments: create, list (filtered, sorted), describe, edit, delete, continue, actions, trials, checkpoints,
+the context archive, the best validation."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from stalwart.api.models import checkpoints, experiments, jobs, searcher, series
+from stalwart.api.models import checkpoints, common, experiments, jobs, searcher, series
 from stalwart.client.endpoints import Api, body, endpoint
 
 E = "/api/v1/experiments"
@@ -13,6 +14,9 @@ ExperimentAction = Literal["pause", "activate", "cancel", "kill", "archive", "un
 CREATE = endpoint("POST", E, experiments.CreatedExperiment, experiments.CreateExperiment)
 LIST = endpoint("GET", E, experiments.ExperimentList)
 DESCRIBE = endpoint("GET", E + "/{exp_id}", experiments.ExperimentDetail)
+PATCH = endpoint("PATCH", E + "/{exp_id}", experiments.ExperimentEnvelope, experiments.PatchExperiment)
+DELETE = endpoint("DELETE", E + "/{exp_id}", common.Empty)
+CONTINUE = endpoint("POST", E + "/{exp_id}/continue", experiments.ExperimentEnvelope, experiments.ContinueExperiment)
 ACTION = endpoint("POST", E + "/{exp_id}/{action}", experiments.ExperimentEnvelope)
 TRIALS = endpoint("GET", E + "/{exp_id}/trials", experiments.TrialList)
 CHECKPOINTS = endpoint("GET", E + "/{exp_id}/checkpoints", checkpoints.CheckpointList)
@@ -34,8 +38,33 @@ class ExperimentsApi(Api):
             fields["validate_only"] = True
         return self.call(CREATE, json_body=body(experiments.CreateExperiment, **fields))
 
-    def list_experiments(self, *, limit: int = 200, offset: int = 0) -> experiments.ExperimentList:
-        return self.call(LIST, params={"limit": limit, "offset": offset})
+    def list_experiments(self, *, limit: int = 200, offset: int = 0, states: list[str] | None = None,
+                         labels: list[str] | None = None, name: str | None = None, include_archived: bool = False,
+                         owner: str | None = None, sort_by: experiments.SortBy = "id",
+                         order_by: experiments.OrderBy = "desc") -> experiments.ExperimentList:
+        """One page of experiments, filtered and sorted by the master: `states` (any of), `labels` (all of),
+        `name` (a substring), archived ones only with `include_archived`; `total` counts every match."""
+        return self.call(LIST, params={
+            "limit": limit, "offset": offset, "states": states or None, "labels": labels or None, "name": name,
+            "include_archived": str(include_archived).lower(), "owner": owner, "sort_by": sort_by,
+            "order_by": order_by})
+
+    def patch_experiment(self, exp_id: int, *, name: str | None = None, description: str | None = None,
+                         notes: str | None = None, labels: list[str] | None = None) -> experiments.ExperimentEnvelope:
+        """Change only the fields given; `labels` replaces the whole list."""
+        changes = {k: v for k, v in (("name", name), ("description", description), ("notes", notes),
+                                     ("labels", labels)) if v is not None}
+        return self.call(PATCH, path={"exp_id": exp_id}, json_body=body(experiments.PatchExperiment, **changes))
+
+    def delete_experiment(self, exp_id: int) -> None:
+        """Delete a terminal experiment: its checkpoints' files from storage, then its rows (409 while it runs)."""
+        self.call(DELETE, path={"exp_id": exp_id})
+
+    def continue_experiment(self, exp_id: int, overrides: dict[str, Any]) -> experiments.ExperimentEnvelope:
+        """Continue a terminal single-trial experiment's trial from its latest checkpoint, with `overrides`
+        (a partial config, e.g. a longer searcher.max_length) merged over the stored config."""
+        return self.call(CONTINUE, path={"exp_id": exp_id},
+                         json_body=body(experiments.ContinueExperiment, overrides=overrides))
 
     def get_experiment(self, exp_id: int) -> experiments.ExperimentDetail:
         return self.call(DESCRIBE, path={"exp_id": exp_id})

@@ -52,10 +52,15 @@ class TrialsApi(Api):
         return self.call(SERIES, path={"trial_id": trial_id},
                          params={"group": group, "metric": metric, "x": x_axis, "max_points": max_points})
 
-    def stream_trial_logs(self, trial_id: int, *, follow: bool = False, after_id: int = 0) -> Iterator[trials.LogEntry]:
-        """The trial's log lines after `after_id`; with `follow`, new lines as they come until the trial ends."""
-        return self.call_stream(LOGS, path={"trial_id": trial_id},
-                                params={"follow": str(follow).lower(), "after_id": after_id})
+    def stream_trial_logs(self, trial_id: int, *, follow: bool = False, after_id: int = 0,
+                          levels: list[str] | None = None, since: float | str | None = None, grep: str | None = None,
+                          head: int | None = None, tail: int | None = None) -> Iterator[trials.LogEntry]:
+        """The trial's log lines after `after_id`; with `follow`, new lines as they come until the trial ends.
+        Filtered by the master: `levels` (any of), `since` (epoch seconds or an ISO 8601 time), `grep` (a
+        substring), then the first `head` or last `tail` lines (not with `follow`)."""
+        return self.call_stream(LOGS, path={"trial_id": trial_id}, params={
+            "follow": str(follow).lower(), "after_id": after_id, "levels": levels or None,
+            "since": None if since is None else str(since), "grep": grep, "head": head, "tail": tail})
 
     # -- from inside the trial (allocation token) ------------------------------------------------------
     def report_metrics(self, trial_id: int, reports: Sequence[Mapping[str, Any]]) -> trials.Accepted:

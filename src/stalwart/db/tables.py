@@ -40,6 +40,7 @@ experiments = sa.Table(
     sa.Column("id", Id32, primary_key=True, autoincrement=True),
     sa.Column("name", sa.String(512), nullable=False),
     sa.Column("description", sa.Text, nullable=True),
+    sa.Column("notes", sa.Text, nullable=True),
     sa.Column("labels", JSONType, nullable=False),
     sa.Column("owner", sa.String(128), nullable=False),
     sa.Column("config", JSONType, nullable=False),

@@ -7,6 +7,7 @@ from typing import Any
 from stalwart.db.engine import Database
 from stalwart.master.log_rows import COLUMNS, Row, body_rows, log_rows
 from stalwart.master.queries import logs as log_store, runs
+from stalwart.master.queries.logs import LogFilter
 from stalwart.master.queries.rows import Conn
 from stalwart.master.service import now
 
@@ -46,6 +47,12 @@ def master_line(conn: Conn, trial_id: int, text: str, level: str = "INFO",
     )
 
 
-def read_logs(conn: Conn, trial_id: int, after_id: int, limit: int = 5000) -> list[dict[str, Any]]:
-    """A trial's stored lines after `after_id`, oldest first, at most `limit`."""
-    return log_store.of_trial(conn, trial_id, after_id, limit)
+def read_logs(conn: Conn, trial_id: int, after_id: int, limit: int = 5000,
+              where: LogFilter | None = None) -> list[dict[str, Any]]:
+    """A trial's stored lines after `after_id` that match `where`, oldest first, at most `limit`."""
+    return log_store.of_trial(conn, trial_id, after_id, limit, where)
+
+
+def tail_start(conn: Conn, trial_id: int, after_id: int, count: int, where: LogFilter | None = None) -> int:
+    """Where to start reading to get only the last `count` matching lines."""
+    return log_store.start_of_tail(conn, trial_id, after_id, count, where)

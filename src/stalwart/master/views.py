@@ -19,6 +19,7 @@ def experiment(row: RowLike, trial_counts: dict[int, int] | None = None) -> View
         "id": row["id"],
         "name": row["name"],
         "description": row["description"],
+        "notes": row.get("notes"),
         "labels": row["labels"],
         "owner": row["owner"],
         "state": row["state"],

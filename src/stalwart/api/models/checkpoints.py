@@ -1,4 +1,4 @@
-"""Checkpoints: what a trial registers, and what describe/list answer."""
+"""Checkpoints: what a trial registers, what describe/list answer, and what a delete names."""
 
 from __future__ import annotations
 
@@ -40,3 +40,9 @@ class RegisterCheckpoint(Request):
     uuid: Uuid
     metadata: JsonObject | None = None
     resources: dict[str, int] | None = None
+
+
+class DeleteCheckpoints(Request):
+    """DELETE /api/v1/checkpoints: every uuid must exist (404 naming the first unknown one, nothing deleted)."""
+
+    uuids: list[Uuid] = Field(min_length=1, max_length=10_000)

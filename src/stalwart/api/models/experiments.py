@@ -1,8 +1,10 @@
-"""Experiments: create, list, describe, actions, the context archive and the best validation."""
+"""Experiments: create, list, describe, edit, continue, actions, the context archive and the best validation."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field
 
 from stalwart.api.models.common import Fraction, Id, JsonObject, MetricNumber, Name, Request, Response, Steps, Timestamp
 from stalwart.api.models.trials import Trial
@@ -21,6 +23,35 @@ class CreateExperiment(Request):
     validate_only: bool = False
 
 
+Label = Annotated[str, Field(min_length=1, max_length=255)]
+SortBy = Literal["id", "name", "state", "start_time", "end_time", "progress"]
+OrderBy = Literal["asc", "desc"]
+MAX_NOTES = 1024 * 1024
+
+
+class PatchExperiment(Request):
+    """PATCH /api/v1/experiments/{exp_id}: only the fields given change; `labels` replaces the whole list.
+    `description` and `notes` may be null (cleared); `name` may not. An unknown field is refused (a misspelt
+    field must not answer success having changed nothing)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Annotated[str, Field(min_length=1, max_length=512)] | None = None
+    description: str | None = Field(default=None, max_length=MAX_NOTES)
+    notes: str | None = Field(default=None, max_length=MAX_NOTES)
+    labels: list[Label] | None = Field(default=None, max_length=1000)
+
+
+class ContinueExperiment(Request):
+    """POST /api/v1/experiments/{exp_id}/continue: a partial config merged over the stored one
+    (e.g. {"searcher": {"max_length": {"batches": 200}}}); hyperparameters and the searcher's name stay.
+    An unknown field is refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    overrides: JsonObject = Field(default_factory=dict)
+
+
 class BestValidation(Response):
     trial_id: Id
     steps_completed: Steps
@@ -32,6 +63,7 @@ class Experiment(Response):
     id: Id
     name: Name | None = None
     description: str | None = None
+    notes: str | None = None
     labels: list[str] = Field(default_factory=list)
     owner: str
     state: ExperimentState
@@ -67,7 +99,7 @@ class ExperimentDetail(Response):
 
 
 class ExperimentEnvelope(Response):
-    """The answer of the pause/activate/cancel/kill/archive/unarchive actions."""
+    """The answer of PATCH, continue, and the pause/activate/cancel/kill/archive/unarchive actions."""
 
     experiment: Experiment
 

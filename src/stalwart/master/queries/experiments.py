@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from stalwart.api.states import ExperimentState as S
 from stalwart.db import tables as t
@@ -16,13 +18,88 @@ def get(conn: Conn, exp_id: int) -> Row:
     return one_or_404(conn, t.experiments, exp_id, "experiment")
 
 
-def page(conn: Conn, *, limit: int, offset: int) -> tuple[list[Row], int]:
-    """The newest experiments first, one page of them, and how many there are in all."""
+SORT_COLUMNS: dict[str, sa.ColumnElement[Any]] = {
+    "id": t.experiments.c.id,
+    "name": t.experiments.c.name,
+    "state": t.experiments.c.state,
+    "start_time": t.experiments.c.created_at,
+    "end_time": t.experiments.c.ended_at,
+    "progress": t.experiments.c.progress,
+}
+"""What GET /api/v1/experiments may sort by, and the column each name stands for."""
+
+
+@dataclass(frozen=True)
+class ExperimentFilter:
+    """Which experiments a list shows: any of `states`, all of `labels`, `name` as a case-insensitive substring,
+    archived ones only with `include_archived`, only `owner`'s when given."""
+
+    states: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    name: str | None = None
+    include_archived: bool = False
+    owner: str | None = None
+
+
+def _has_label(conn: Conn, label: str) -> sa.ColumnElement[bool]:
+    labels = t.experiments.c.labels
+    if conn.dialect.name == "postgresql":
+        return sa.cast(labels, postgresql.JSONB).contains(sa.cast(sa.literal([label], sa.JSON), postgresql.JSONB))
+    element = sa.func.json_each(labels).table_valued("value")
+    return sa.exists(sa.select(sa.literal(1)).select_from(element).where(element.c.value == label))
+
+
+def _conditions(conn: Conn, f: ExperimentFilter) -> list[sa.ColumnElement[bool]]:
+    c = t.experiments.c
+    where: list[sa.ColumnElement[bool]] = []
+    if f.states:
+        where.append(c.state.in_(f.states))
+    where.extend(_has_label(conn, label) for label in f.labels)
+    if f.name:
+        where.append(c.name.icontains(f.name, autoescape=True))
+    if not f.include_archived:
+        where.append(c.archived.is_(False))
+    if f.owner is not None:
+        where.append(c.owner == f.owner)
+    return where
+
+
+def page(conn: Conn, *, limit: int, offset: int, where: ExperimentFilter | None = None, sort_by: str = "id",
+         descending: bool = True) -> tuple[list[Row], int]:
+    """One page of the experiments matching `where` (all of them by default), sorted by `sort_by` (a key of
+    SORT_COLUMNS; ties by id), and how many match in all."""
+    conditions = _conditions(conn, where) if where is not None else []
+    column = SORT_COLUMNS[sort_by]
+    order = [column.desc().nulls_last(), t.experiments.c.id.desc()] if descending else \
+        [column.asc().nulls_last(), t.experiments.c.id.asc()]
+    if sort_by == "id":
+        order = order[:1]
     rows = conn.execute(
-        sa.select(t.experiments).order_by(t.experiments.c.id.desc()).limit(limit).offset(offset)
+        sa.select(t.experiments).where(*conditions).order_by(*order).limit(limit).offset(offset)
     ).mappings().all()
-    total = conn.execute(sa.select(sa.func.count()).select_from(t.experiments)).scalar_one()
+    total = conn.execute(sa.select(sa.func.count()).select_from(t.experiments).where(*conditions)).scalar_one()
     return list(rows), int(total)
+
+
+def update_fields(conn: Conn, exp_id: int, values: dict[str, Any]) -> None:
+    """Change some of name, description, notes, labels and config (the columns named in `values`)."""
+    conn.execute(t.experiments.update().where(t.experiments.c.id == exp_id).values(**values))
+
+
+def delete_rows(conn: Conn, exp_id: int) -> None:
+    """Delete the experiment and every row hanging off it: its trials' logs, metrics, checkpoints, allocations
+    (and their containers), the trials, its context, its job, and the experiment itself."""
+    trial_ids = sa.select(t.trials.c.id).where(t.trials.c.experiment_id == exp_id).scalar_subquery()
+    alloc_ids = sa.select(t.allocations.c.id).where(t.allocations.c.trial_id.in_(trial_ids)).scalar_subquery()
+    conn.execute(t.task_logs.delete().where(t.task_logs.c.trial_id.in_(trial_ids)))
+    conn.execute(t.metrics.delete().where(t.metrics.c.trial_id.in_(trial_ids)))
+    conn.execute(t.checkpoints.delete().where(t.checkpoints.c.trial_id.in_(trial_ids)))
+    conn.execute(t.allocation_containers.delete().where(t.allocation_containers.c.allocation_id.in_(alloc_ids)))
+    conn.execute(t.allocations.delete().where(t.allocations.c.trial_id.in_(trial_ids)))
+    conn.execute(t.trials.delete().where(t.trials.c.experiment_id == exp_id))
+    conn.execute(t.contexts.delete().where(t.contexts.c.experiment_id == exp_id))
+    conn.execute(t.jobs.delete().where(t.jobs.c.type == "EXPERIMENT", t.jobs.c.entity_id == exp_id))
+    conn.execute(t.experiments.delete().where(t.experiments.c.id == exp_id))
 
 
 def context_archive(conn: Conn, exp_id: int) -> bytes | None:
@@ -42,6 +119,12 @@ def insert(conn: Conn, *, name: str, description: str | None, labels: list[str],
 def set_name(conn: Conn, exp_id: int, name: str, config: dict[str, Any]) -> None:
     """Name the experiment (and its stored config, which holds the name too)."""
     conn.execute(t.experiments.update().where(t.experiments.c.id == exp_id).values(name=name, config=config))
+
+
+def reopen(conn: Conn, exp_id: int, *, config: dict[str, Any], config_text: str) -> None:
+    """A finished experiment is ACTIVE again (continued) with a new config: not ended, no error."""
+    conn.execute(t.experiments.update().where(t.experiments.c.id == exp_id).values(
+        state=S.ACTIVE.value, config=config, config_text=config_text, ended_at=None, error_message=None))
 
 
 def insert_context(conn: Conn, exp_id: int, archive: bytes) -> None:

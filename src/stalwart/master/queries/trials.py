@@ -92,6 +92,14 @@ def request_stop(conn: Conn, trial_id: int) -> None:
     conn.execute(t.trials.update().where(t.trials.c.id == trial_id).values(stop_requested=True))
 
 
+def reopen(conn: Conn, trial_id: int, *, target_length: int | None) -> None:
+    """A finished trial is ACTIVE again (its experiment continued): a new length to train to, restarts counted
+    afresh, nothing asked of it, not ended."""
+    conn.execute(t.trials.update().where(t.trials.c.id == trial_id).values(
+        state=S.ACTIVE.value, target_length=target_length, restarts=0, stop_requested=False, searcher_paused=False,
+        early_exit=None, error_message=None, ended_at=None, progress=0.0))
+
+
 def set_restarts(conn: Conn, trial_id: int, restarts: int) -> None:
     """Record how many times the trial's runs have failed."""
     conn.execute(t.trials.update().where(t.trials.c.id == trial_id).values(restarts=restarts))

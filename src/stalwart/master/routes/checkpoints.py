@@ -1,4 +1,4 @@
-"""/api/v1/checkpoints: registration by trials, describe, and download as a .tgz stream."""
+"""/api/v1/checkpoints: registration by trials, describe, download as a .tgz stream, and delete."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 
 from stalwart.api.errors import NotFoundError
-from stalwart.api.models.checkpoints import RegisterCheckpoint
+from stalwart.api.models.checkpoints import DeleteCheckpoints, RegisterCheckpoint
 from stalwart.master import views
-from stalwart.master.experiments import intake
+from stalwart.master.experiments import deleting, intake
 from stalwart.master.queries import checkpoints as checkpoint_rows
 from stalwart.master.routes.common import master
 from stalwart.master.routes.contract import route
@@ -31,6 +31,13 @@ async def report(request: Request, payload: RegisterCheckpoint) -> dict[str, Any
     """A checkpoint the calling trial has written to storage (its allocation token was checked by `route`)."""
     row = intake.register_checkpoint(master(request), str(request.state.allocation_id), payload.model_dump())
     return {"checkpoint": views.checkpoint(row)}
+
+
+@route(router, "DELETE")
+async def delete(request: Request, payload: DeleteCheckpoints) -> dict[str, Any]:
+    """Remove the checkpoints' files from storage and mark them DELETED (all uuids must exist, else nothing)."""
+    await asyncio.to_thread(deleting.delete_checkpoints, master(request), payload.uuids)
+    return {}
 
 
 def _get(request: Request, uuid: str) -> dict[str, Any]:

@@ -1,17 +1,26 @@
-"""/api/v1/experiments: create, list, describe, and the pause/activate/cancel/kill/archive/unarchive actions."""
+"""/api/v1/experiments: create, list (filtered, sorted), describe, edit, delete, continue, and the
+pause/activate/cancel/kill/archive/unarchive actions."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import binascii
+from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 
 from stalwart.api.errors import InvalidRequest, NotFoundError
-from stalwart.api.models.experiments import CreateExperiment
+from stalwart.api.models.experiments import (
+    ContinueExperiment,
+    CreateExperiment,
+    OrderBy,
+    PatchExperiment,
+    SortBy,
+)
+from stalwart.api.states import ExperimentState
 from stalwart.master import offload, views
-from stalwart.master.experiments import experiments
+from stalwart.master.experiments import continuing, deleting, editing, experiments
 from stalwart.master.queries import checkpoints as checkpoint_rows, experiments as experiment_rows, trials as trial_rows
 from stalwart.master.routes.common import IdPath, Limit, Offset, master
 from stalwart.master.routes.contract import route
@@ -66,11 +75,38 @@ async def create(request: Request, payload: CreateExperiment) -> dict:
     return {"experiment": {**views.experiment(row), "warnings": fits}, "warnings": [*warnings, *fits]}
 
 
+Values = Annotated[list[str] | None, Query(max_length=100, description="repeat the key, or separate with commas")]
+NameQuery = Annotated[str | None, Query(max_length=512, description="a substring of the name (any case)")]
+OwnerQuery = Annotated[str | None, Query(max_length=128, description="only this owner's experiments")]
+
+
+def _split(values: list[str] | None) -> tuple[str, ...]:
+    """`?x=a&x=b` and `?x=a,b` alike: the non-empty values, each once, in order."""
+    parts = (p.strip() for v in values or [] for p in v.split(","))
+    return tuple(dict.fromkeys(p for p in parts if p))
+
+
+def _states(values: list[str] | None) -> tuple[str, ...]:
+    states = tuple(s.upper() for s in _split(values))
+    known = {s.value for s in ExperimentState}
+    for state in states:
+        if state not in known:
+            raise InvalidRequest(f"states: unknown experiment state '{state}'; use any of {', '.join(sorted(known))}")
+    return states
+
+
 @route(router, "GET")
-async def list_experiments(request: Request, limit: Limit = 200, offset: Offset = 0) -> dict:
+async def list_experiments(request: Request, limit: Limit = 200, offset: Offset = 0, states: Values = None,
+                           labels: Values = None, name: NameQuery = None, include_archived: bool = False,
+                           owner: OwnerQuery = None, sort_by: SortBy = "id", order_by: OrderBy = "desc") -> dict:
+    """Filters and sorting run in SQL: any of `states`, all of `labels`, `name` a substring, archived experiments
+    only with include_archived (Determined's `e list --all`)."""
+    where = experiment_rows.ExperimentFilter(states=_states(states), labels=_split(labels), name=name or None,
+                                             include_archived=include_archived, owner=owner)
     m = master(request)
     with m.db.begin() as conn:
-        rows, total = experiment_rows.page(conn, limit=limit, offset=offset)
+        rows, total = experiment_rows.page(conn, limit=limit, offset=offset, where=where, sort_by=sort_by,
+                                           descending=order_by == "desc")
         counts = trial_rows.counts_by_experiment(conn)
     return {"experiments": [views.experiment(r, counts) for r in rows], "total": total}
 
@@ -89,6 +125,33 @@ async def describe(request: Request, exp_id: IdPath) -> dict:
         "config": row["config"],
         "trials": [views.trial(tr, summaries.get(tr["id"])) for tr in trials],
     }
+
+
+@route(router, "PATCH", "/{exp_id}")
+async def patch(request: Request, exp_id: IdPath, payload: PatchExperiment) -> dict:
+    """Only the fields the body names change (labels: the whole list)."""
+    m = master(request)
+    editing.patch_experiment(m, exp_id, {k: getattr(payload, k) for k in payload.model_fields_set})
+    with m.db.begin() as conn:
+        row = experiment_rows.get(conn, exp_id)
+    return {"experiment": views.experiment(row)}
+
+
+@route(router, "DELETE", "/{exp_id}")
+async def delete(request: Request, exp_id: IdPath) -> dict:
+    """A finished experiment: its checkpoints' files leave storage, then its rows go (409 while it runs)."""
+    await asyncio.to_thread(deleting.delete_experiment, master(request), exp_id)
+    return {}
+
+
+@route(router, "POST", "/{exp_id}/continue")  # before /{exp_id}/{action}, which would take "continue" as an action
+async def continue_(request: Request, exp_id: IdPath, payload: ContinueExperiment) -> dict:
+    """Determined's `e continue`: a finished single-trial experiment trains its trial further."""
+    m = master(request)
+    await asyncio.to_thread(continuing.continue_experiment, m, exp_id, payload.overrides)
+    with m.db.begin() as conn:
+        row = experiment_rows.get(conn, exp_id)
+    return {"experiment": views.experiment(row)}
 
 
 @route(router, "POST", "/{exp_id}/{action}")

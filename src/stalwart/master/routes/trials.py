@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
+import math
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -11,12 +13,14 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from stalwart.api.errors import InvalidRequest
 from stalwart.api.models.common import MAX_ID
 from stalwart.api.models.trials import ReportEarlyExit, ReportProgress
 from stalwart.config import views as cviews
 from stalwart.master import views
 from stalwart.master.experiments import intake, trials
-from stalwart.master.logs import read_logs
+from stalwart.master.log_rows import LEVELS
+from stalwart.master.logs import read_logs, tail_start
 from stalwart.master.queries import (
     checkpoints as checkpoint_rows,
     experiments as experiment_rows,
@@ -24,6 +28,7 @@ from stalwart.master.queries import (
     runs,
     trials as trial_rows,
 )
+from stalwart.master.queries.logs import LogFilter
 from stalwart.master.routes.common import AfterId, IdPath, Limit, body, master
 from stalwart.master.routes.contract import route
 from stalwart.master.service import Master
@@ -31,6 +36,12 @@ from stalwart.master.service import Master
 router = APIRouter(prefix="/api/v1/trials", tags=["trials"])
 
 GroupQuery = Annotated[str | None, Query(max_length=64, description="only reports of this group")]
+Levels = Annotated[list[str] | None, Query(max_length=len(LEVELS), description="only these levels (repeat the key "
+                                                                              "or separate with commas)")]
+Since = Annotated[str | None, Query(max_length=64, description="only lines at or after this time: epoch seconds or "
+                                                               "ISO 8601 (e.g. 2026-01-02T03:04:05Z)")]
+Grep = Annotated[str | None, Query(max_length=1024, description="only lines containing this text")]
+LineCount = Annotated[int | None, Query(ge=1, le=MAX_ID, description="a number of lines")]
 AfterSteps = Annotated[int, Query(ge=-1, le=MAX_ID, description="only reports with more steps_completed than this")]
 
 
@@ -84,27 +95,67 @@ def _trial_open(m: Master, trial_id: int) -> bool:
     return row["state"] in ("ACTIVE", "PAUSED") or row["state"].startswith("STOPPING") or live > 0
 
 
-def _log_block(m: Master, trial_id: int, after_id: int) -> tuple[int, str]:
-    """The next stored lines after `after_id` as NDJSON text, and the id of the last of them."""
+def _log_block(m: Master, trial_id: int, after_id: int, where: LogFilter,
+               limit: int = 5000) -> tuple[int, int, str]:
+    """The next matching lines after `after_id` as NDJSON text, the id of the last of them, and how many."""
     with m.db.begin() as conn:
-        rows = read_logs(conn, trial_id, after_id)
-    return (rows[-1]["id"] if rows else after_id), "".join(json.dumps(r) + "\n" for r in rows)
+        rows = read_logs(conn, trial_id, after_id, limit, where)
+    return (rows[-1]["id"] if rows else after_id), len(rows), "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def _levels(values: list[str] | None) -> tuple[str, ...]:
+    levels = tuple(dict.fromkeys(p.strip().upper() for v in values or [] for p in v.split(",") if p.strip()))
+    for level in levels:
+        if level not in LEVELS:
+            raise InvalidRequest(f"levels: unknown log level '{level}'; use any of {', '.join(LEVELS)}")
+    return levels
+
+
+def _since(text: str | None) -> float | None:
+    """Epoch seconds, or an ISO 8601 time (UTC when it names no zone)."""
+    if text is None or not text.strip():
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        try:
+            moment = datetime.datetime.fromisoformat(text.strip())
+        except ValueError:
+            raise InvalidRequest(f"since: '{text}' is neither epoch seconds nor an ISO 8601 time") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=datetime.UTC)
+        return moment.timestamp()
+    if not math.isfinite(value):
+        raise InvalidRequest(f"since: '{text}' is not a finite number of seconds")
+    return value
 
 
 @route(router, "GET", "/{trial_id}/logs")
-async def logs(request: Request, trial_id: IdPath, follow: bool = False, after_id: AfterId = 0) -> StreamingResponse:
-    """Newline-delimited JSON log entries; with follow=true, stays open until the trial ends."""
+async def logs(request: Request, trial_id: IdPath, follow: bool = False, after_id: AfterId = 0,
+               levels: Levels = None, since: Since = None, grep: Grep = None, head: LineCount = None,
+               tail: LineCount = None) -> StreamingResponse:
+    """Newline-delimited JSON log entries; with follow=true, stays open until the trial ends. Filtered in the
+    query: any of `levels`, at or after `since`, containing `grep`; then only the first `head` or the last `tail`
+    lines (neither with follow, nor both at once)."""
+    if follow and (head is not None or tail is not None):
+        raise InvalidRequest(f"{'head' if head is not None else 'tail'}: cannot be combined with follow=true")
+    if head is not None and tail is not None:
+        raise InvalidRequest("head, tail: give one of them, not both")
+    where = LogFilter(levels=_levels(levels), since=_since(since), grep=grep or None)
     m = master(request)
     with m.db.begin() as conn:
         trial_rows.get(conn, trial_id)
+        start = tail_start(conn, trial_id, after_id, tail, where) if tail is not None else after_id
 
     async def stream() -> AsyncIterator[str]:
-        last = after_id
-        while True:
+        last, left = start, head
+        while left is None or left > 0:
             still_open = follow and _trial_open(m, trial_id)
             # read and encode in a worker thread, a block at a time: a long log does not hold up the event loop
-            last, text = await run_in_threadpool(_log_block, m, trial_id, last)
+            block = 5000 if left is None else min(5000, left)
+            last, count, text = await run_in_threadpool(_log_block, m, trial_id, last, where, block)
             if text:
+                left = None if left is None else left - count
                 yield text
                 continue
             if not still_open:
