@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any
+
 import click
 
+from stalwart.api.errors import InvalidRequest
 from stalwart.cli import target
+from stalwart.cli.output import Format
 from stalwart.client import Client
 
 
@@ -32,4 +38,15 @@ def client_of(ctx: click.Context) -> Client:
     return obj["client"]
 
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def format_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`--json` and `--csv` (at most one): the command receives `fmt`, an `output.Format`."""
+
+    @functools.wraps(func)
+    def with_format(*args: Any, as_json: bool, as_csv: bool, **kwargs: Any) -> Any:
+        if as_json and as_csv:
+            raise InvalidRequest("give only one of --json and --csv")
+        fmt = Format.JSON if as_json else Format.CSV if as_csv else Format.TABLE
+        return func(*args, fmt=fmt, **kwargs)
+
+    with_csv = click.option("--csv", "as_csv", is_flag=True, help="Print CSV (a header line, then one per row).")
+    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(with_csv(with_format))

@@ -1,33 +1,46 @@
-"""`stalwart checkpoint|c ...`: describe and download checkpoints."""
+"""`stalwart checkpoint|c ...`: describe, download and delete checkpoints; `fetch_checkpoint` for the other nouns."""
 
 from __future__ import annotations
 
 import pathlib
 import shutil
-from typing import Any
+from typing import Any, Literal
 
 import click
 
+from stalwart.api.errors import InvalidRequest
+from stalwart.api.models.checkpoints import Checkpoint
 from stalwart.cli import output
-from stalwart.cli.base import AliasedGroup, client_of, json_option
+from stalwart.cli.base import AliasedGroup, client_of, format_options
+from stalwart.client import Client
 from stalwart.context import safe_extract
 
+DownloadMode = Literal["auto", "direct", "master"]
+MODES: tuple[DownloadMode, ...] = ("auto", "direct", "master")
+MAX_DOWNLOAD = 10 * 1024**4
 
-@click.group("checkpoint", cls=AliasedGroup)
+mode_option = click.option(
+    "--mode", type=click.Choice(MODES), default="auto", show_default=True,
+    help="direct: copy from the storage this machine sees; master: through the master; auto: direct when it can.")
+
+
+@click.group("checkpoint", cls=AliasedGroup, aliases={"rm": "delete"})
 def checkpoint() -> None:
-    """Inspect and download checkpoints."""
+    """Inspect, download and delete checkpoints."""
 
 
 @checkpoint.command("describe")
 @click.argument("uuid")
-@json_option
+@format_options
 @click.pass_context
-def describe(ctx, uuid, as_json) -> None:
+def describe(ctx: click.Context, uuid: str, fmt: output.Format) -> None:
     """Show a checkpoint's trial, steps, files and metadata."""
     c = client_of(ctx).get_checkpoint(uuid).checkpoint
-    if as_json:
-        return output.print_json(c)
     storage = c.storage or {}
+    if fmt is not output.Format.TABLE:
+        return output.emit(fmt, ["UUID", "Trial", "Steps", "State", "Reported", "Storage", "Files"],
+                           [(c.uuid, c.trial_id, c.steps_completed, c.state, output.when(c.report_time),
+                             storage.get("type"), " ".join(sorted(c.resources or {})))], json_data=c)
     output.table(["Field", "Value"], [
         ("UUID", c.uuid), ("Trial", c.trial_id), ("Steps completed", c.steps_completed),
         ("State", c.state), ("Reported", output.when(c.report_time)),
@@ -46,21 +59,51 @@ def _local_dir(storage: dict[str, Any] | None, uuid: str) -> pathlib.Path | None
     return path if path.is_dir() else None
 
 
-@checkpoint.command("download")
-@click.argument("uuid")
-@click.option("-o", "--output-dir", default=None, help="Where to put the files (default: checkpoints/UUID).")
-@click.option("--mode", type=click.Choice(["auto", "direct", "master"]), default="auto", show_default=True)
-@click.pass_context
-def download(ctx, uuid, output_dir, mode) -> None:
-    """Copy a checkpoint's files to a local directory."""
-    client = client_of(ctx)
-    c = client.get_checkpoint(uuid).checkpoint
-    dest = pathlib.Path(output_dir or pathlib.Path("checkpoints") / uuid)
-    local = _local_dir(c.storage, uuid) if mode in ("auto", "direct") else None
+def fetch_checkpoint(client: Client, ckpt: Checkpoint, dest: pathlib.Path, mode: DownloadMode = "auto") -> None:
+    """Copy the checkpoint's files into `dest`: straight from storage when this machine sees it, else through the
+    master."""
+    local = _local_dir(ckpt.storage, ckpt.uuid) if mode in ("auto", "direct") else None
     if mode == "direct" and local is None:
-        raise click.ClickException(f"checkpoint {uuid} is not on a file system this machine can see; use --mode master")
+        raise InvalidRequest(f"checkpoint {ckpt.uuid} is not on a file system this machine can see; use --mode master")
     if local is not None:
         shutil.copytree(local, dest, dirs_exist_ok=True)
     else:
-        safe_extract(client.download_checkpoint(uuid), dest, max_size=10 * 1024**4)
+        safe_extract(client.download_checkpoint(ckpt.uuid), dest, max_size=MAX_DOWNLOAD)
+
+
+@checkpoint.command("download")
+@click.argument("uuid")
+@click.option("-o", "--output-dir", default=None, help="Where to put the files (default: checkpoints/UUID).")
+@mode_option
+@click.pass_context
+def download(ctx: click.Context, uuid: str, output_dir: str | None, mode: DownloadMode) -> None:
+    """Copy a checkpoint's files to a local directory."""
+    client = client_of(ctx)
+    dest = pathlib.Path(output_dir or pathlib.Path("checkpoints") / uuid)
+    fetch_checkpoint(client, client.get_checkpoint(uuid).checkpoint, dest, mode)
     output.console.print(f"Downloaded checkpoint {uuid} to {dest}")
+
+
+def split_uuids(values: tuple[str, ...]) -> list[str]:
+    """UUIDs given as separate arguments, comma-separated (Determined's form), or both; each once, in order."""
+    uuids = [u.strip() for value in values for u in value.split(",") if u.strip()]
+    return list(dict.fromkeys(uuids))
+
+
+@checkpoint.command("delete")
+@click.argument("uuids", nargs=-1, required=True)
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def delete(ctx: click.Context, uuids: tuple[str, ...], yes: bool) -> None:
+    """Delete checkpoints UUID... (comma-separated lists too): their files are removed from storage, then each is
+    marked DELETED. Every uuid must exist, else nothing is deleted."""
+    wanted = split_uuids(uuids)
+    if not wanted:
+        raise InvalidRequest("give at least one checkpoint uuid")
+    question = f"Delete the files of {len(wanted)} checkpoint(s) from storage, for good?"
+    if not yes and not click.confirm(question, default=False, err=True):
+        output.console.print("Deleted nothing.")
+        return
+    client_of(ctx).delete_checkpoints(wanted)
+    for uuid in wanted:
+        output.console.print(f"Deleted checkpoint {uuid}")

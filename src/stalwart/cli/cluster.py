@@ -12,7 +12,7 @@ import click
 
 from stalwart.api.errors import InvalidRequest
 from stalwart.cli import home as homes, local_cluster, output
-from stalwart.cli.base import AliasedGroup, client_of, json_option
+from stalwart.cli.base import AliasedGroup, client_of, format_options
 
 
 @click.command("up")
@@ -160,17 +160,15 @@ def agent_run(master_url, token, token_file, agent_id, slots, resource_pool, wor
 
 
 @agent.command("list")
-@json_option
+@format_options
 @click.pass_context
-def agent_list(ctx, as_json) -> None:
+def agent_list(ctx, fmt) -> None:
     """List agents and their slots."""
     data = client_of(ctx).list_agents()
-    if as_json:
-        return output.print_json(data)
-    output.table(
-        ["Agent", "Host", "Pool", "Slots", "Used", "Type", "Enabled", "Draining", "Connected", "Last seen"],
+    output.emit(
+        fmt, ["Agent", "Host", "Pool", "Slots", "Used", "Type", "Enabled", "Draining", "Connected", "Last seen"],
         [(a.id, a.hostname, a.resource_pool, a.slots, a.used_slots, a.slot_type, a.enabled, a.draining, a.connected,
-          output.when(a.last_seen)) for a in data.agents],
+          output.when(a.last_seen)) for a in data.agents], json_data=data,
     )
 
 
@@ -212,13 +210,11 @@ def slot() -> None:
 
 
 @slot.command("list")
-@json_option
+@format_options
 @click.pass_context
-def slot_list(ctx, as_json) -> None:
+def slot_list(ctx, fmt) -> None:
     """List every slot and the task using it."""
     data = client_of(ctx).list_slots()
-    if as_json:
-        return output.print_json(data)
-    output.table(["Agent", "Slot", "Type", "Enabled", "Draining", "Allocation", "Task"],
-                 [(s.agent_id, s.slot_id, s.type, s.enabled, s.draining, s.allocation_id or "", s.task_id or "")
-                  for s in data.slots])
+    output.emit(fmt, ["Agent", "Slot", "Type", "Enabled", "Draining", "Allocation", "Task"],
+                [(s.agent_id, s.slot_id, s.type, s.enabled, s.draining, s.allocation_id or "", s.task_id or "")
+                 for s in data.slots], json_data=data)

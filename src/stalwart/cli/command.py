@@ -13,7 +13,7 @@ import yaml
 from stalwart.api.errors import ConfigError, InvalidRequest
 from stalwart.api.models.tasks import Command
 from stalwart.cli import output
-from stalwart.cli.base import AliasedGroup, client_of, json_option
+from stalwart.cli.base import AliasedGroup, client_of, format_options
 from stalwart.cli.follow import follow_task_logs
 from stalwart.cli.jobs import set_command
 from stalwart.client import Client
@@ -103,16 +103,15 @@ def exit_status(cmd: Command) -> int:
 @click.option("--active", "active_only", is_flag=True, help="Only commands that have not ended.")
 @click.option("-a", "--all", "show_all", is_flag=True, hidden=True,
               help="Include commands that have ended (the default).")
-@json_option
+@format_options
 @click.pass_context
-def list_(ctx, active_only, show_all, as_json) -> None:
+def list_(ctx, active_only, show_all, fmt) -> None:
     """List commands, finished ones too (with how they ended and their exit code)."""
     data = client_of(ctx).list_tasks(include_ended=not active_only)
-    if as_json:
-        return output.print_json(data)
-    output.table(["ID", "Description", "State", "Result", "Exit code", "Owner", "Pool", "Created", "Ended", "Note"],
-                 [(c.id, c.description, c.state, c.result, c.exit_code, c.owner, c.resource_pool,
-                   output.when(c.created_at), output.when(c.ended_at), c.pending_reason or "") for c in data.tasks])
+    output.emit(fmt, ["ID", "Description", "State", "Result", "Exit code", "Owner", "Pool", "Created", "Ended", "Note"],
+                [(c.id, c.description, c.state, c.result, c.exit_code, c.owner, c.resource_pool,
+                  output.when(c.created_at), output.when(c.ended_at), c.pending_reason or "") for c in data.tasks],
+                json_data=data)
 
 
 @command.command("logs")

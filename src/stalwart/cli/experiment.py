@@ -1,27 +1,28 @@
-"""`stalwart experiment|e ...`: create (with --follow), list, describe, pause/activate/cancel/kill, wait, trials,
-checkpoints."""
+"""`stalwart experiment|e ...`: create (with --follow), list (filtered, sorted), describe (--metrics),
+pause/activate/cancel/kill/archive/unarchive, wait, trials, checkpoints. Editing, continuing and files: the
+experiment_* modules."""
 
 from __future__ import annotations
 
 import base64
-import pathlib
 import sys
 import time
+from typing import get_args
 
 import click
 import yaml
 
-from stalwart.api.errors import ConfigError, InvalidRequest, StalwartError
-from stalwart.api.models.experiments import BestValidation, ExperimentDetail
+from stalwart.api.errors import InvalidRequest, StalwartError
+from stalwart.api.models.experiments import BestValidation, OrderBy, SortBy
 from stalwart.api.models.trials import Trial
 from stalwart.api.states import ExperimentState
 from stalwart.cli import output
-from stalwart.cli.base import AliasedGroup, client_of, json_option
-from stalwart.cli.follow import follow_trial_logs, wait_for_first_trial
+from stalwart.cli.base import AliasedGroup, client_of, format_options
+from stalwart.cli.config_file import read_config_text
+from stalwart.cli.follow import follow_experiment, print_outcome
+from stalwart.cli.metric_rows import metric_table
 from stalwart.cli.test_mode import run_local, watch_stages
-from stalwart.client import Client
 from stalwart.client.experiments import ExperimentAction
-from stalwart.config import apply_overrides
 from stalwart.config.test_mode import test_mode_config
 from stalwart.context import pack_context
 
@@ -30,20 +31,6 @@ from stalwart.context import pack_context
                                                        "unpause": "activate"})
 def experiment() -> None:
     """Create and manage experiments."""
-
-
-def _read_config(path: str, overrides: tuple[str, ...]) -> str:
-    p = pathlib.Path(path)
-    if not p.is_file():
-        raise InvalidRequest(f"config file '{path}' does not exist (give the path to the experiment YAML)")
-    text = p.read_text()
-    if overrides:
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{path}: malformed YAML: {err}") from None
-        text = yaml.safe_dump(apply_overrides(data, list(overrides)), sort_keys=False)
-    return text
 
 
 @experiment.command("create")
@@ -56,15 +43,17 @@ def _read_config(path: str, overrides: tuple[str, ...]) -> str:
 @click.option("-t", "--test-mode", "test_mode", is_flag=True,
               help="Run a short smoke test (one batch, a validation, a checkpoint) and show each stage.")
 @click.option("--local", is_flag=True, help="With --test-mode: run it here, with no master.")
-@json_option
+@format_options
 @click.pass_context
-def create(ctx, config_file, context_dir, includes, overrides, follow, paused, test_mode, local, as_json) -> None:
+def create(ctx: click.Context, config_file: str, context_dir: str, includes: tuple[str, ...],
+           overrides: tuple[str, ...], follow: bool, paused: bool, test_mode: bool, local: bool,
+           fmt: output.Format) -> None:
     """Create an experiment from CONFIG_FILE with the code in CONTEXT_DIR."""
     if sum(map(bool, (follow, paused, test_mode))) > 1:
         raise InvalidRequest("--follow, --paused and --test-mode cannot be used together")
     if local and not test_mode:
         raise InvalidRequest("--local needs --test-mode")
-    text = _read_config(config_file, overrides)
+    text = read_config_text(config_file, overrides)
     if test_mode:
         config = test_mode_config(text)
         if local:
@@ -80,56 +69,43 @@ def create(ctx, config_file, context_dir, includes, overrides, follow, paused, t
     exp = reply.experiment
     if exp is None:
         raise StalwartError("the master created no experiment (it answered as to a validate-only request)")
-    if as_json:
-        output.print_json(reply)
-    else:
+    if fmt is output.Format.TABLE:
         output.console.print(f"Created experiment {exp.id} ({exp.name}), state {exp.state.value}")
+    else:
+        output.emit(fmt, ["ID", "Name", "State"], [(exp.id, exp.name, exp.state)], json_data=reply)
     if follow:
-        sys.exit(_follow(client, exp.id))
+        sys.exit(follow_experiment(client, exp.id))
     if test_mode:
         sys.exit(watch_stages(client, exp.id))
 
 
-def _follow(client: Client, exp_id: int) -> int:
-    trial_id = wait_for_first_trial(client, exp_id)
-    if trial_id is not None:
-        follow_trial_logs(client, trial_id)
-    while True:
-        d = client.get_experiment(exp_id)
-        if d.experiment.state.terminal:
-            break
-        time.sleep(0.5)
-    _print_outcome(d)
-    return 0 if d.experiment.state is ExperimentState.COMPLETED else 1
-
-
-def _print_outcome(d: ExperimentDetail) -> None:
-    exp = d.experiment
-    output.console.print(f"Experiment {exp.id} ended {exp.state.value}.")
-    if exp.error_message:
-        output.console.print(f"Reason: {exp.error_message}")
-    for tr in d.trials:
-        val = tr.latest_validation
-        if val:
-            output.console.print(f"Trial {tr.id} final validation (steps {val.steps_completed}): "
-                                 f"{output.short_metrics(val.metrics, limit=20)}")
-
-
 @experiment.command("list")
-@click.option("--limit", default=200, show_default=True)
-@click.option("--offset", default=0)
-@json_option
+@click.option("--state", "states", multiple=True, type=click.Choice([s.value for s in ExperimentState]),
+              help="Only experiments in this state (repeatable: any of them).")
+@click.option("--label", "labels", multiple=True, help="Only experiments with this label (repeatable: all of them).")
+@click.option("--name", default=None, help="Only experiments whose name contains this text.")
+@click.option("-a", "--all", "include_archived", is_flag=True, help="Archived experiments too.")
+@click.option("--user", default=None, help="Only experiments this user owns.")
+@click.option("--sort-by", type=click.Choice(get_args(SortBy)), default="id", show_default=True)
+@click.option("--order-by", type=click.Choice(get_args(OrderBy)), default="desc", show_default=True)
+@click.option("--limit", default=200, show_default=True, type=click.IntRange(1))
+@click.option("--offset", default=0, type=click.IntRange(0))
+@format_options
 @click.pass_context
-def list_(ctx, limit, offset, as_json) -> None:
-    """List experiments, newest first."""
-    data = client_of(ctx).list_experiments(limit=limit, offset=offset)
-    if as_json:
-        return output.print_json(data)
-    output.table(
-        ["ID", "Name", "State", "Progress", "Trials", "Searcher", "Labels", "Created"],
-        [(e.id, e.name, e.state, _percent(e.progress), e.num_trials, e.searcher, ",".join(e.labels),
-          output.when(e.created_at)) for e in data.experiments],
-    )
+def list_(ctx: click.Context, states: tuple[str, ...], labels: tuple[str, ...], name: str | None,
+          include_archived: bool, user: str | None, sort_by: SortBy, order_by: OrderBy, limit: int, offset: int,
+          fmt: output.Format) -> None:
+    """List experiments (newest first unless --sort-by/--order-by say otherwise); archived ones only with --all."""
+    data = client_of(ctx).list_experiments(
+        limit=limit, offset=offset, states=list(states), labels=list(labels), name=name,
+        include_archived=include_archived, owner=user, sort_by=sort_by, order_by=order_by)
+    columns = ["ID", "Owner", "Name", "State", "Progress", "Trials", "Searcher", "Labels", "Created", "Ended"]
+    if include_archived:
+        columns.append("Archived")
+    output.emit(fmt, columns, [
+        (e.id, e.owner, e.name, e.state, _percent(e.progress), e.num_trials, e.searcher, ",".join(e.labels),
+         output.when(e.created_at), output.when(e.ended_at), *((e.archived,) if include_archived else ()))
+        for e in data.experiments], json_data=data)
 
 
 def _percent(fraction: float | None) -> str:
@@ -138,24 +114,46 @@ def _percent(fraction: float | None) -> str:
 
 @experiment.command("describe")
 @click.argument("exp_id", type=int)
-@json_option
+@click.option("--metrics", "with_metrics", is_flag=True,
+              help="Also every trial's metrics, a row per step reported, with the checkpoint taken there.")
+@format_options
 @click.pass_context
-def describe(ctx, exp_id, as_json) -> None:
-    """Show an experiment, its trials and, if it failed, why."""
-    d = client_of(ctx).get_experiment(exp_id)
-    if as_json:
-        return output.print_json(d)
+def describe(ctx: click.Context, exp_id: int, with_metrics: bool, fmt: output.Format) -> None:
+    """Show an experiment, its trials and, if it failed, why (--metrics: every metric reported)."""
+    client = client_of(ctx)
+    d = client.get_experiment(exp_id)
+    metrics = metric_table(client, [t.id for t in d.trials]) if with_metrics else None
+    if fmt is output.Format.JSON:
+        data = d.model_dump(mode="json", exclude_unset=True)
+        return output.print_json(data if metrics is None else {**data, "metrics": metrics.points})
     e = d.experiment
-    output.table(["Field", "Value"], [
-        ("ID", e.id), ("Name", e.name), ("State", e.state), ("Progress", _percent(e.progress)),
-        ("Searcher", f"{e.searcher} (metric {e.metric}, smaller is better: {e.smaller_is_better})"),
-        ("Labels", ", ".join(e.labels)), ("Description", e.description),
-        ("Created", output.when(e.created_at)), ("Ended", output.when(e.ended_at)),
-        ("Best validation", _best(e.best_validation)),
-        ("Error", e.error_message),
-        *(("Warning", w) for w in e.warnings or ()),
-    ])
-    _trials_table(d.trials)
+    if fmt is output.Format.CSV:
+        output.print_csv(["ID", "Name", "State", "Progress", "Searcher", "Metric", "Labels", "Archived", "Created",
+                          "Ended", "Description", "Notes", "Error"],
+                         [(e.id, e.name, e.state, _percent(e.progress), e.searcher, e.metric, ",".join(e.labels),
+                           e.archived, output.when(e.created_at), output.when(e.ended_at), e.description, e.notes,
+                           e.error_message)])
+    else:
+        output.table(["Field", "Value"], [
+            ("ID", e.id), ("Name", e.name), ("State", e.state), ("Progress", _percent(e.progress)),
+            ("Searcher", f"{e.searcher} (metric {e.metric}, smaller is better: {e.smaller_is_better})"),
+            ("Labels", ", ".join(e.labels)), ("Archived", e.archived), ("Description", e.description),
+            ("Notes", e.notes), ("Created", output.when(e.created_at)), ("Ended", output.when(e.ended_at)),
+            ("Best validation", _best(e.best_validation)),
+            ("Error", e.error_message),
+            *(("Warning", w) for w in e.warnings or ()),
+        ])
+    _section(fmt)
+    _trials_table(d.trials, fmt)
+    if metrics is not None:
+        _section(fmt)
+        output.emit(fmt, metrics.columns, metrics.rows, title="Metrics")
+
+
+def _section(fmt: output.Format) -> None:
+    """A blank line between two CSV tables (a table has its own spacing)."""
+    if fmt is output.Format.CSV:
+        output.console.print()
 
 
 def _best(best: BestValidation | None) -> str:
@@ -165,29 +163,32 @@ def _best(best: BestValidation | None) -> str:
     return f"{best.metric}={value} (trial {best.trial_id}, steps {best.steps_completed})"
 
 
-def _trials_table(trials: list[Trial]) -> None:
-    output.table(
-        ["Trial", "State", "Steps", "Restarts", "Latest validation", "Hyperparameters", "Error"],
+def _trials_table(trials: list[Trial], fmt: output.Format = output.Format.TABLE, json_data: object = None) -> None:
+    output.emit(
+        fmt, ["Trial", "State", "Steps", "Restarts", "Latest validation", "Hyperparameters", "Error"],
         [(t.id, t.state, t.steps_completed, t.restarts,
           output.short_metrics(t.latest_validation.metrics if t.latest_validation else None),
-          output.short_metrics(t.hparams), t.error_message) for t in trials],
+          output.short_metrics(t.hparams), t.error_message) for t in trials], json_data=json_data,
     )
 
 
 def _action(name: ExperimentAction, verb: str) -> click.Command:
-    @experiment.command(name)
+    @experiment.command(name, help=f"{HELP.get(name, verb.capitalize() + ' an experiment')}.")
     @click.argument("exp_id", type=int)
     @click.pass_context
-    def cmd(ctx, exp_id) -> None:
+    def cmd(ctx: click.Context, exp_id: int) -> None:
         e = client_of(ctx).experiment_action(exp_id, name).experiment
-        output.console.print(f"{verb} experiment {exp_id}; it is now {e.state.value}")
+        archived = " (archived)" if e.archived else ""
+        output.console.print(f"{verb.capitalize()} experiment {exp_id}; it is now {e.state.value}{archived}")
 
-    cmd.__doc__ = f"{verb.capitalize()} an experiment."
     return cmd
 
 
+HELP = {"archive": "Hide an ended experiment from `e list` (--all shows it)",
+        "unarchive": "List an archived experiment again"}
 ACTIONS: tuple[tuple[ExperimentAction, str], ...] = (
-    ("pause", "paused"), ("activate", "activated"), ("cancel", "canceled"), ("kill", "killed"))
+    ("pause", "paused"), ("activate", "activated"), ("cancel", "canceled"), ("kill", "killed"),
+    ("archive", "archived"), ("unarchive", "unarchived"))
 for _name, _verb in ACTIONS:
     _action(_name, _verb)
 
@@ -205,36 +206,32 @@ def wait(ctx, exp_id, polling_interval) -> None:
         if state.terminal:
             break
         time.sleep(polling_interval)
-    _print_outcome(d)
+    print_outcome(d)
     if state is not ExperimentState.COMPLETED:
         sys.exit(1)
 
 
 @experiment.command("list-trials")
 @click.argument("exp_id", type=int)
-@json_option
+@format_options
 @click.pass_context
-def list_trials(ctx, exp_id, as_json) -> None:
+def list_trials(ctx: click.Context, exp_id: int, fmt: output.Format) -> None:
     """List the trials of an experiment."""
     data = client_of(ctx).experiment_trials(exp_id)
-    if as_json:
-        return output.print_json(data)
-    _trials_table(data.trials)
+    _trials_table(data.trials, fmt, data)
 
 
 @experiment.command("list-checkpoints")
 @click.argument("exp_id", type=int)
-@json_option
+@format_options
 @click.pass_context
-def list_checkpoints(ctx, exp_id, as_json) -> None:
+def list_checkpoints(ctx: click.Context, exp_id: int, fmt: output.Format) -> None:
     """List the checkpoints of an experiment."""
     data = client_of(ctx).experiment_checkpoints(exp_id)
-    if as_json:
-        return output.print_json(data)
-    output.table(
-        ["UUID", "Trial", "Steps", "State", "Size", "Reported"],
+    output.emit(
+        fmt, ["UUID", "Trial", "Steps", "State", "Size", "Reported"],
         [(c.uuid, c.trial_id, c.steps_completed, c.state, _size(c.resources), output.when(c.report_time))
-         for c in data.checkpoints],
+         for c in data.checkpoints], json_data=data,
     )
 
 
@@ -243,19 +240,18 @@ def _size(resources: dict[str, int] | None) -> str:
     return f"{total / 1024:.1f} KiB" if total < 1024 * 1024 else f"{total / 1024 / 1024:.1f} MiB"
 
 
-__all__ = ["experiment", "StalwartError"]
-
-
 @click.command("preview-search")
 @click.argument("config_file")
 @click.option("--config", "overrides", multiple=True, metavar="KEY=VAL", help="Override a config key (dotted path).")
-@json_option
+@format_options
 @click.pass_context
-def preview_search(ctx, config_file, overrides, as_json) -> None:
+def preview_search(ctx: click.Context, config_file: str, overrides: tuple[str, ...], fmt: output.Format) -> None:
     """Show the trials and lengths a search would create, without running anything."""
-    reply = client_of(ctx).preview_search(_read_config(config_file, overrides))
-    if as_json:
-        return output.print_json(reply)
+    reply = client_of(ctx).preview_search(read_config_text(config_file, overrides))
+    if fmt is not output.Format.TABLE:
+        p = reply.preview
+        return output.emit(fmt, ["Searcher", "Trials", "Unit"], [(p.searcher, p.total_trials, p.unit)],
+                           json_data=reply)
     for w in reply.warnings:
         output.warn(w)
     output.console.print(reply.text)

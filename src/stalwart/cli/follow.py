@@ -1,4 +1,5 @@
-"""Following a trial: wait for it to exist, then print its log lines as they arrive until it ends."""
+"""Following a trial: wait for it to exist, then print its log lines as they arrive until it ends; then how its
+experiment ended."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import time
 from collections.abc import Callable, Iterator
 
 from stalwart.api.errors import MasterUnavailable
+from stalwart.api.models.experiments import ExperimentDetail
 from stalwart.api.models.trials import LogEntry
+from stalwart.api.states import ExperimentState
 from stalwart.cli import output
+from stalwart.cli.log_filters import LogFilter
 from stalwart.client import Client
 
 LogStream = Callable[[int], Iterator[LogEntry]]
@@ -32,9 +36,21 @@ def format_line(entry: LogEntry) -> str:
     return f"[{output.when(entry.timestamp)}] {source}{rank}{entry.log}"
 
 
-def follow_trial_logs(client: Client, trial_id: int, follow: bool = True) -> None:
-    """Print the trial's logs; with follow, reconnect after a master restart and keep going."""
-    follow_logs(lambda after: client.stream_trial_logs(trial_id, follow=follow, after_id=after), follow)
+def follow_trial_logs(client: Client, trial_id: int, follow: bool = True, *, after_id: int = 0,
+                      log_filter: LogFilter | None = None, prefix: str = "") -> None:
+    """Print the trial's logs after line `after_id` (only those `log_filter` keeps, each after `prefix`); with follow,
+    reconnect after a master restart and keep going."""
+    params = (log_filter or LogFilter()).params()
+    follow_logs(lambda after: client.stream_trial_logs(trial_id, follow=follow, after_id=after, **params), follow,
+                after_id, prefix)
+
+
+def last_log_id(client: Client, trial_id: int) -> int:
+    """The id of the trial's latest log line (0 when it has none): following from there prints only new lines."""
+    last = 0
+    for entry in client.stream_trial_logs(trial_id, tail=1):
+        last = entry.id
+    return last
 
 
 def follow_task_logs(client: Client, task_id: int, follow: bool = True) -> None:
@@ -42,17 +58,44 @@ def follow_task_logs(client: Client, task_id: int, follow: bool = True) -> None:
     follow_logs(lambda after: client.stream_task_logs(task_id, follow=follow, after_id=after), follow)
 
 
-def follow_logs(stream: LogStream, follow: bool = True) -> None:
+def follow_logs(stream: LogStream, follow: bool = True, after_id: int = 0, prefix: str = "") -> None:
     """Print a log stream (a trial's or a task's); with follow, reconnect after a master restart."""
-    last = 0
+    last = after_id
     while True:
         try:
             for entry in stream(last):
                 last = entry.id
-                print(format_line(entry), flush=True)
+                print(prefix + format_line(entry), flush=True)
             return
         except MasterUnavailable as err:
             if not follow:
                 raise
             output.info(f"{err}; reconnecting...")
             time.sleep(1.0)
+
+
+def follow_experiment(client: Client, exp_id: int, *, after_id: int = 0) -> int:
+    """Print the first trial's log lines (after `after_id`) until it ends, wait for the experiment to end and say how
+    it ended; the exit status: 0 only when it COMPLETED."""
+    trial_id = wait_for_first_trial(client, exp_id)
+    if trial_id is not None:
+        follow_trial_logs(client, trial_id, after_id=after_id)
+    while True:
+        d = client.get_experiment(exp_id)
+        if d.experiment.state.terminal:
+            break
+        time.sleep(0.5)
+    print_outcome(d)
+    return 0 if d.experiment.state is ExperimentState.COMPLETED else 1
+
+
+def print_outcome(d: ExperimentDetail) -> None:
+    exp = d.experiment
+    output.console.print(f"Experiment {exp.id} ended {exp.state.value}.")
+    if exp.error_message:
+        output.console.print(f"Reason: {exp.error_message}")
+    for tr in d.trials:
+        val = tr.latest_validation
+        if val:
+            output.console.print(f"Trial {tr.id} final validation (steps {val.steps_completed}): "
+                                 f"{output.short_metrics(val.metrics, limit=20)}")

@@ -7,7 +7,8 @@ import click
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.models.jobs import Job
 from stalwart.cli import output
-from stalwart.cli.base import AliasedGroup, client_of, json_option
+from stalwart.cli.base import AliasedGroup, client_of, format_options
+from stalwart.client import Client
 
 
 @click.group("job", cls=AliasedGroup, aliases={"ls": "list", "u": "update"})
@@ -15,26 +16,24 @@ def job() -> None:
     """The job queue: every experiment and command, in scheduling order."""
 
 
-def print_jobs(jobs: list[Job]) -> None:
-    output.table(
-        ["#", "Job ID", "Type", "ID", "Name", "Owner", "State", "Priority", "Weight", "Pool", "Slots (alloc/req)",
+def print_jobs(jobs: list[Job], fmt: output.Format = output.Format.TABLE, json_data: object = None) -> None:
+    output.emit(
+        fmt, ["#", "Job ID", "Type", "ID", "Name", "Owner", "State", "Priority", "Weight", "Pool", "Slots (alloc/req)",
          "Submitted", "Note"],
         [(j.queue_position, j.job_id, j.type, j.entity_id, j.name, j.owner, j.state, j.priority, j.weight,
           j.resource_pool, f"{j.slots_allocated}/{j.slots_requested}", output.when(j.submitted_at), j.reason or "")
-         for j in jobs],
+         for j in jobs], json_data=json_data,
     )
 
 
 @job.command("list")
 @click.option("-p", "--resource-pool", default=None, help="Only jobs of this pool.")
-@json_option
+@format_options
 @click.pass_context
-def list_jobs(ctx, resource_pool, as_json) -> None:
+def list_jobs(ctx, resource_pool, fmt) -> None:
     """List jobs in queue order (position, priority, weight, pool, state)."""
     data = client_of(ctx).list_jobs(resource_pool=resource_pool or None)
-    if as_json:
-        return output.print_json(data)
-    print_jobs(data.jobs)
+    print_jobs(data.jobs, fmt, data)
 
 
 @job.command("update")
@@ -65,6 +64,22 @@ def update(ctx, job_id, priority, weight, resource_pool, ahead_of, behind_of) ->
 SET_KEYS = {"priority": ("priority", int), "weight": ("weight", float), "max-slots": ("max_slots", int)}
 
 
+def set_job_value(client: Client, kind: str, key: str, entity_id: int, value: str) -> None:
+    """Set one scheduling key (SET_KEYS) of an experiment or a command, and say what it is now."""
+    field, cast = SET_KEYS[key]
+    try:
+        parsed = cast(value)
+    except ValueError:
+        expected = "an integer" if cast is int else "a number"
+        raise InvalidRequest(f"{key}: expected {expected}, got {value!r}") from None
+    if kind == "experiment":
+        job = client.update_experiment_job(entity_id, **{field: parsed}).job
+    else:
+        job = client.update_command_job(entity_id, **{field: parsed}).job
+    output.console.print(f"{kind.capitalize()} {entity_id}: {key} is now {getattr(job, field)} "
+                         f"(job {job.job_id}, queue position {job.queue_position}).")
+
+
 def set_command(kind: str, keys: tuple[str, ...]) -> click.Command:
     """`<noun> set KEY ID VALUE` for experiments (priority, weight, max-slots) or commands (priority)."""
 
@@ -74,19 +89,7 @@ def set_command(kind: str, keys: tuple[str, ...]) -> click.Command:
     @click.argument("value")
     @click.pass_context
     def set_(ctx, key, entity_id, value) -> None:
-        field, cast = SET_KEYS[key]
-        try:
-            parsed = cast(value)
-        except ValueError:
-            expected = "an integer" if cast is int else "a number"
-            raise InvalidRequest(f"{key}: expected {expected}, got {value!r}") from None
-        client = client_of(ctx)
-        if kind == "experiment":
-            job = client.update_experiment_job(entity_id, **{field: parsed}).job
-        else:
-            job = client.update_command_job(entity_id, **{field: parsed}).job
-        output.console.print(f"{kind.capitalize()} {entity_id}: {key} is now {getattr(job, field)} "
-                             f"(job {job.job_id}, queue position {job.queue_position}).")
+        set_job_value(client_of(ctx), kind, key, entity_id, value)
 
     set_.__doc__ = f"Set the {'/'.join(keys)} of {kind} ID (effective on the next scheduling pass)."
     set_.help = set_.__doc__

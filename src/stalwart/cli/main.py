@@ -9,17 +9,24 @@ from rich.text import Text
 
 import stalwart
 from stalwart.api.errors import StalwartError
+from stalwart.cli import experiment_continue, experiment_edit, experiment_files
 from stalwart.cli.base import AliasedGroup
 from stalwart.cli.checkpoint import checkpoint
 from stalwart.cli.cluster import agent, down, master, slot, up
 from stalwart.cli.command import command
 from stalwart.cli.experiment import experiment, preview_search
-from stalwart.cli.jobs import job, set_command
+from stalwart.cli.jobs import job
 from stalwart.cli.output import err_console
 from stalwart.cli.trial import trial
 
+EXIT_CODES = ("Exit codes: 0 done; 1 failed (an experiment that did not complete, an internal error of the master); "
+              "2 bad input (a bad id, option, override or config); 3 not found; 4 wrong state "
+              "(e.g. deleting an active experiment); 5 not allowed; 6 master unreachable; 130 interrupted, or a "
+              "question left unanswered. `cmd run` exits with its program's code.")
 
-@click.group(cls=AliasedGroup, aliases={"e": "experiment", "t": "trial", "c": "checkpoint", "a": "agent", "j": "job",
+
+@click.group(cls=AliasedGroup, epilog=EXIT_CODES,
+             aliases={"e": "experiment", "t": "trial", "c": "checkpoint", "a": "agent", "j": "job",
                       "cmd": "command", "s": "slot"},
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-m", "--master", "master_url", default=None,
@@ -33,7 +40,10 @@ def cli(ctx, master_url) -> None:
 
 for group in (up, down, master, agent, slot, experiment, trial, checkpoint, preview_search, job, command):
     cli.add_command(group)
-experiment.add_command(set_command("experiment", ("priority", "weight", "max-slots")))
+for verb in (experiment_edit.delete, experiment_edit.set_, experiment_edit.label, experiment_continue.continue_,
+             experiment_continue.fork, experiment_files.logs, experiment_files.config, experiment_files.download,
+             experiment_files.download_model_def):
+    experiment.add_command(verb)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,7 +1,8 @@
-"""Printing: Rich tables for people, JSON for scripts, and human-friendly times."""
+"""Printing: Rich tables for people, JSON or CSV for scripts (`emit` chooses), and human-friendly times."""
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import enum
 import json
@@ -19,6 +20,40 @@ from rich.text import Text
 _width = None if sys.stdout.isatty() else 200
 console = Console(highlight=False, soft_wrap=True, markup=False, width=_width)
 err_console = Console(stderr=True, highlight=False, markup=False)
+
+
+class Format(enum.Enum):
+    """How a command prints its answer: `--json`, `--csv`, or a table for people."""
+
+    TABLE = "table"
+    JSON = "json"
+    CSV = "csv"
+
+
+def emit(fmt: Format, columns: list[str], rows: Iterable[Iterable[Any]], *, json_data: Any = None,
+         title: str | None = None) -> None:
+    """The one place rows are rendered: a table, CSV (a header line, then a line per row), or JSON (`json_data`,
+    the API's answer, when given; else the rows as objects keyed by column)."""
+    if fmt is Format.JSON:
+        print_json(json_data if json_data is not None else [dict(zip(columns, map(plain, row), strict=True))
+                                                           for row in rows])
+    elif fmt is Format.CSV:
+        print_csv(columns, rows)
+    else:
+        table(columns, rows, title=title)
+
+
+def print_csv(columns: list[str], rows: Iterable[Iterable[Any]]) -> None:
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([cell(v) for v in row])
+    sys.stdout.flush()
+
+
+def plain(value: Any) -> Any:
+    """A value as JSON shows it: an enum (a state) by its value, anything else as it is."""
+    return value.value if isinstance(value, enum.Enum) else value
 
 
 def print_json(data: Any) -> None:
