@@ -1,5 +1,25 @@
-"""determined.experimental: not implemented by Stalwart; importing it says so."""
+"""determined.experimental inside trials: Stalwart's SDK. `from determined.experimental import client` is
+`stalwart.experimental.client` itself, and needs no login there: the trial's environment names its master and
+holds the trial's own credential.
+"""
 
-from ._unsupported import refuse
+import sys
 
-refuse("determined.experimental", "use the stalwart CLI or REST API to drive experiments")
+from stalwart.experimental import (
+    Checkpoint,
+    CheckpointSortBy,
+    CheckpointState,
+    Experiment,
+    OrderBy,
+    Trial,
+    TrialMetrics,
+    TrialSortBy,
+    client,
+)
+from stalwart.experimental.client import Determined, ExperimentState, TrialState
+
+# `import determined.experimental.client` and `from determined.experimental.client import ...` find the same module
+sys.modules[f"{__name__}.client"] = client
+
+__all__ = ["Checkpoint", "CheckpointSortBy", "CheckpointState", "Determined", "Experiment", "ExperimentState",
+           "OrderBy", "Trial", "TrialMetrics", "TrialSortBy", "TrialState", "client"]

@@ -1,0 +1,57 @@
+"""An experiment config given to the SDK as a dict, a path to a YAML file, or YAML text: as YAML text."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from stalwart.api.errors import ConfigError, InvalidRequest
+
+ConfigSource = Mapping[str, Any] | str | os.PathLike[str]
+
+
+def config_text(config: ConfigSource) -> str:
+    """The config as YAML text. A string naming an existing file is read; any other string is YAML text."""
+    if isinstance(config, Mapping):
+        return _dump(dict(config))
+    if isinstance(config, os.PathLike):
+        return _read(pathlib.Path(config))
+    if not isinstance(config, str):
+        raise InvalidRequest(f"config: expected a dict, a path or YAML text, got {type(config).__name__}")
+    if "\n" not in config and pathlib.Path(config).expanduser().is_file():
+        return _read(pathlib.Path(config).expanduser())
+    try:
+        data = yaml.safe_load(config)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"config: malformed YAML: {err}") from None
+    if isinstance(data, dict):
+        return config
+    if "\n" not in config and config.strip().endswith((".yaml", ".yml")):
+        raise InvalidRequest(f"config file '{config}' does not exist (give a path, a dict or YAML text)")
+    raise ConfigError(f"config: expected a mapping of config keys (a dict, a YAML file or YAML text), "
+                      f"got {type(data).__name__}")
+
+
+def _read(path: pathlib.Path) -> str:
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise InvalidRequest(f"config file '{path}' cannot be read: {err.strerror or err}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: malformed YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of config keys, got {type(data).__name__}")
+    return text
+
+
+def _dump(data: dict[str, Any]) -> str:
+    try:
+        return yaml.safe_dump(data, sort_keys=False)
+    except yaml.representer.RepresenterError as err:
+        raise ConfigError(f"config: a value cannot be written as YAML: {err}") from None

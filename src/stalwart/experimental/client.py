@@ -1,0 +1,96 @@
+"""The Python SDK, in Determined's shape: `from stalwart.experimental import client` (inside a trial, also
+`from determined.experimental import client`, the same module).
+
+    exp = client.create_experiment("grid.yaml", "model_dir")
+    exp.wait()
+    best = exp.top_checkpoint()
+    path = best.download()
+
+Every function uses one default connection, made on first use: the master of `login(master=...)`, else
+STALWART_MASTER, DET_MASTER, the running local cluster. Inside a trial no login is needed: the trial's
+environment names its master and holds the trial's own credential (see `_master`). To talk to several
+masters, make one `Stalwart(master=...)` object each: it has the same functions.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+
+from stalwart.api.models.experiments import OrderBy as ListOrder, SortBy as ListSort
+from stalwart.api.states import ExperimentState, TrialState
+from stalwart.experimental._config import ConfigSource
+from stalwart.experimental._stalwart import Stalwart
+from stalwart.experimental.checkpoint import Checkpoint, CheckpointSortBy, CheckpointState, OrderBy
+from stalwart.experimental.experiment import Experiment
+from stalwart.experimental.metrics import TrialMetrics, metric_rows, metrics_frame
+from stalwart.experimental.trial import Trial, TrialSortBy
+
+Determined = Stalwart
+"""Determined's name for the SDK object."""
+
+_default: Stalwart | None = None
+
+
+def login(master: str | None = None, user: str | None = None, password: str | None = None) -> Stalwart:
+    """Set the master every function of this module talks to, and return its `Stalwart` object.
+
+    `master`: the master's address; else STALWART_MASTER, then DET_MASTER, then the local cluster. Calling
+    `login` is only needed to pick another master: the first call of any function logs in this way by itself.
+    `user` and `password` are accepted, and kept, for Determined compatibility and for user identities, which
+    Stalwart's master does not have yet: today they are not checked. A second `login` replaces the first for
+    the functions of this module (objects already returned keep their master).
+    """
+    global _default
+    _default = Stalwart(master, user, password)
+    return _default
+
+
+def _session() -> Stalwart:
+    global _default
+    if _default is None:
+        _default = Stalwart()
+    return _default
+
+
+def create_experiment(config: ConfigSource, model_dir: str | os.PathLike[str],
+                      includes: Iterable[str | os.PathLike[str]] | None = None,
+                      template: str | None = None, *, activate: bool = True) -> Experiment:
+    """Create and start an experiment: `config` as a dict, a path to a YAML file or YAML text; the code in
+    `model_dir` (plus `includes`); `activate=False` leaves it PAUSED. `template` is refused until Stalwart has
+    config templates."""
+    return _session().create_experiment(config, model_dir, includes, template, activate=activate)
+
+
+def get_experiment(experiment_id: int) -> Experiment:
+    return _session().get_experiment(experiment_id)
+
+
+def get_trial(trial_id: int) -> Trial:
+    return _session().get_trial(trial_id)
+
+
+def get_checkpoint(uuid: str) -> Checkpoint:
+    return _session().get_checkpoint(uuid)
+
+
+def list_experiments(*, states: Sequence[ExperimentState | str] | None = None, labels: Sequence[str] | None = None,
+                     name: str | None = None, owner: str | None = None, include_archived: bool = False,
+                     sort_by: ListSort = "id", order_by: ListOrder = "desc",
+                     limit: int | None = None) -> list[Experiment]:
+    """Experiments filtered and sorted by the master (see `Stalwart.list_experiments`)."""
+    return _session().list_experiments(states=states, labels=labels, name=name, owner=owner,
+                                       include_archived=include_archived, sort_by=sort_by, order_by=order_by,
+                                       limit=limit)
+
+
+def iter_trials_metrics(trial_ids: Iterable[int], group: str) -> Iterator[TrialMetrics]:
+    """The reports of one metric group of each of these trials; `metrics_frame(...)` makes them a DataFrame."""
+    return _session().iter_trials_metrics(trial_ids, group)
+
+
+__all__ = [
+    "Checkpoint", "CheckpointSortBy", "CheckpointState", "Determined", "Experiment", "ExperimentState", "OrderBy",
+    "Stalwart", "Trial", "TrialMetrics", "TrialSortBy", "TrialState", "create_experiment", "get_checkpoint",
+    "get_experiment", "get_trial", "iter_trials_metrics", "list_experiments", "login", "metric_rows", "metrics_frame",
+]

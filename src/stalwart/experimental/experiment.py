@@ -1,0 +1,190 @@
+"""`Experiment`: wait for it, pause, activate, kill, archive or delete it, list its trials and checkpoints."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from stalwart.api.errors import InvalidRequest, InvalidStateError
+from stalwart.api.metric_values import number
+from stalwart.api.models import experiments as models
+from stalwart.api.states import ExperimentState
+from stalwart.client import Client
+from stalwart.experimental.checkpoint import (
+    Checkpoint,
+    CheckpointState,
+    OrderBy,
+    SortBy,
+    check_order,
+    listed,
+    sort_checkpoints,
+)
+from stalwart.experimental.trial import Trial, TrialSortBy, sort_trials
+
+
+class Experiment:
+    """An experiment. Attributes (`name`, `state`, `labels`, `config`...) are cached: `reload()` refreshes them,
+    and `wait()` and the setters update them. `config` is the stored experiment config."""
+
+    def __init__(self, client: Client, experiment_id: int) -> None:
+        self._client = client
+        self._id = experiment_id
+        self.name: str | None = None
+        self.description: str | None = None
+        self.notes: str | None = None
+        self.labels: set[str] | None = None
+        self.owner: str | None = None
+        self.state: ExperimentState | None = None
+        self.archived: bool | None = None
+        self.progress: float | None = None
+        self.searcher_metric: str | None = None
+        self.smaller_is_better: bool = True
+        self.config: dict[str, Any] | None = None
+
+    @property
+    def id(self) -> int:
+        return self._id
+
+    @classmethod
+    def _from_model(cls, client: Client, model: models.Experiment, config: dict[str, Any] | None = None) -> Experiment:
+        exp = cls(client, model.id)
+        exp._hydrate(model)
+        exp.config = config
+        return exp
+
+    def _hydrate(self, model: models.Experiment) -> None:
+        self.name = model.name
+        self.description = model.description
+        self.notes = model.notes
+        self.labels = set(model.labels)
+        self.owner = model.owner
+        self.state = model.state
+        self.archived = model.archived
+        self.progress = model.progress
+        self.searcher_metric = model.metric
+        self.smaller_is_better = model.smaller_is_better
+
+    def reload(self) -> None:
+        detail = self._client.get_experiment(self._id)
+        self._hydrate(detail.experiment)
+        self.config = detail.config
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def activate(self) -> None:
+        self._hydrate(self._client.experiment_action(self._id, "activate").experiment)
+
+    def pause(self) -> None:
+        self._hydrate(self._client.experiment_action(self._id, "pause").experiment)
+
+    def cancel(self) -> None:
+        self._hydrate(self._client.experiment_action(self._id, "cancel").experiment)
+
+    def kill(self) -> None:
+        self._hydrate(self._client.experiment_action(self._id, "kill").experiment)
+
+    def archive(self) -> None:
+        self._hydrate(self._client.experiment_action(self._id, "archive").experiment)
+
+    def unarchive(self) -> None:
+        self._hydrate(self._client.experiment_action(self._id, "unarchive").experiment)
+
+    def delete(self) -> None:
+        """Delete the experiment: its checkpoints' files from storage, then its records. Refused (InvalidStateError)
+        until the experiment has ended."""
+        self._client.delete_experiment(self._id)
+
+    def wait(self, interval: float = 5.0, timeout: float | None = None) -> ExperimentState:
+        """Wait until the experiment ends (COMPLETED, CANCELED or ERROR) and return that state. A paused experiment
+        would wait forever: InvalidStateError. `timeout` (seconds): TimeoutError when it runs out first."""
+        if interval <= 0:
+            raise InvalidRequest(f"interval: expected seconds > 0, got {interval}")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self.reload()
+            assert self.state is not None
+            if self.state.terminal:
+                return self.state
+            if self.state is ExperimentState.PAUSED:
+                raise InvalidStateError(f"experiment {self._id} is PAUSED: activate it before waiting for it to end")
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"experiment {self._id} is still {self.state.value} after {timeout} s")
+            time.sleep(interval if deadline is None else max(0.0, min(interval, deadline - time.monotonic())))
+
+    # -- editing -----------------------------------------------------------------------------------
+    def set_name(self, name: str) -> None:
+        self._hydrate(self._client.patch_experiment(self._id, name=name).experiment)
+
+    def set_description(self, description: str) -> None:
+        self._hydrate(self._client.patch_experiment(self._id, description=description).experiment)
+
+    def set_notes(self, notes: str) -> None:
+        self._hydrate(self._client.patch_experiment(self._id, notes=notes).experiment)
+
+    def set_labels(self, labels: Iterable[str]) -> None:
+        """Replace the experiment's labels with these."""
+        if isinstance(labels, str):
+            raise InvalidRequest(f"labels: expected a set or list of labels, got the string {labels!r}")
+        self._hydrate(self._client.patch_experiment(self._id, labels=sorted(set(labels))).experiment)
+
+    def add_label(self, label: str) -> None:
+        self.reload()
+        self.set_labels((self.labels or set()) | {label})
+
+    def remove_label(self, label: str) -> None:
+        self.reload()
+        self.set_labels((self.labels or set()) - {label})
+
+    # -- trials and checkpoints ----------------------------------------------------------------------
+    def list_trials(self, sort_by: TrialSortBy = TrialSortBy.ID, order_by: OrderBy = OrderBy.ASC) -> Iterator[Trial]:
+        """The experiment's trials, sorted (by id by default)."""
+        found = [Trial._from_model(self._client, t) for t in self._client.experiment_trials(self._id).trials]
+        return iter(sort_trials(found, sort_by, order_by))
+
+    def await_first_trial(self, interval: float = 0.1, timeout: float | None = None) -> Trial:
+        """Wait until the experiment has a trial, and return it. InvalidStateError if it ends without one;
+        TimeoutError when `timeout` (seconds) runs out first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            detail = self._client.get_experiment(self._id)
+            if detail.trials:
+                first = min(detail.trials, key=lambda t: (t.created_at, t.id))
+                return Trial._from_model(self._client, first)
+            if detail.experiment.state.terminal:
+                raise InvalidStateError(f"experiment {self._id} ended {detail.experiment.state.value} without a trial")
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"experiment {self._id} has no trial after {timeout} s")
+            time.sleep(interval)
+
+    def list_checkpoints(self, sort_by: SortBy | None = None, order_by: OrderBy | None = None,
+                         max_results: int | None = None) -> list[Checkpoint]:
+        """The experiment's checkpoints, sorted. `sort_by` and `order_by` go together: a `CheckpointSortBy` or
+        the name of a validation metric, with `OrderBy.ASC` or `OrderBy.DESC`. Neither: by the searcher's
+        metric, best first. Checkpoints without the metric at their steps come last."""
+        check_order(sort_by, order_by, max_results)
+        if self.searcher_metric is None:
+            self.reload()
+        found = self._client.experiment_checkpoints(self._id).checkpoints
+        return sort_checkpoints(listed(self._client, found), sort_by, order_by, searcher_metric=self.searcher_metric,
+                                smaller_is_better=self.smaller_is_better, max_results=max_results)
+
+    def top_checkpoint(self, sort_by: str | None = None, smaller_is_better: bool | None = None) -> Checkpoint:
+        """The completed checkpoint with the best validation metric: the searcher's metric, or `sort_by` (a
+        validation metric name; `smaller_is_better` then says which way is better, by default as the searcher's)."""
+        if self.searcher_metric is None:
+            self.reload()
+        order_by = None
+        if sort_by is not None:
+            smaller = self.smaller_is_better if smaller_is_better is None else smaller_is_better
+            order_by = OrderBy.ASC if smaller else OrderBy.DESC
+        metric = sort_by or self.searcher_metric
+        if metric is None:
+            raise InvalidRequest("the experiment's searcher has no metric: give sort_by (a validation metric name)")
+        best = [c for c in self.list_checkpoints(sort_by, order_by) if c.state is CheckpointState.COMPLETED
+                and number((c.validation_metrics or {}).get(metric)) is not None]
+        if not best:
+            raise InvalidStateError(f"experiment {self._id} has no completed checkpoint with a validation metric")
+        return best[0]
+
+    def __repr__(self) -> str:
+        return f"Experiment(id={self._id})"
