@@ -35,7 +35,7 @@ class Response(BaseModel):
     """Base of response bodies: faithful to today's shapes, so fields the master adds later are kept.
 
     Every model builds its validator on first use (`defer_build`): a trial process imports the client, and with
-    it every model, but parses only a few kinds of answer; building them all at import cost it ~60 ms."""
+    it every model, but parses only a few kinds of answer, so it builds only those."""
 
     model_config = ConfigDict(extra="allow", defer_build=True)
 
