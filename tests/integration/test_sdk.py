@@ -17,7 +17,6 @@ import torch
 
 from integration.helpers import REPO
 from stalwart.api.errors import ConfigError, InvalidRequest, InvalidStateError, MasterUnavailable, NotFoundError
-from stalwart.api.models.trials import MetricList, MetricPoint
 from stalwart.api.states import ExperimentState
 from stalwart.experimental import (
     CheckpointSortBy,
@@ -229,18 +228,27 @@ def test_inside_a_task_the_sdk_sends_the_tasks_token_to_its_own_master_only(monk
     assert (other.url, other.allocation_token, other.retry_for) == ("http://10.0.0.9:8080", None, 0.0)
 
 
-def test_metrics_are_read_page_by_page_without_losing_reports_that_share_steps(monkeypatch):
-    reports = [MetricPoint(group="validation", steps_completed=s, metrics={"x": i, "v": "NaN"}, trial_run_id=run)
-               for i, (s, run) in enumerate([(1, 0), (2, 0), (2, 1), (3, 0), (3, 1), (3, 2), (5, 0)])]
+# Training and validation reports at the same steps: read across groups, each steps value has two reports.
+TWO_GROUPS_TRIAL = """
+import determined as det
 
-    class Pages:
-        def trial_metrics(self, trial_id: int, *, group: str, after_steps: int, limit: int) -> MetricList:
-            return MetricList(metrics=[r for r in reports if r.steps_completed > after_steps][:limit])
+with det.core.init() as ctx:
+    for s in range(1, 6):
+        ctx.train.report_training_metrics(s, {"x": s, "v": float("nan")})
+        ctx.train.report_validation_metrics(s, {"x": 10 + s, "v": float("nan")})
+"""
 
-    monkeypatch.setattr(metrics_module, "PAGE", 2)
-    read = list(metrics_module.iter_trial_metrics(Pages(), 7, "validation"))  # type: ignore[arg-type]
-    assert sorted(r.metrics["x"] for r in read) == list(range(len(reports)))
-    assert all(r.trial_id == 7 and math.isnan(r.metrics["v"]) for r in read)
+
+def test_metrics_are_read_page_by_page_without_losing_reports_that_share_steps(cluster, tmp_path, monkeypatch):
+    sdk = client.Stalwart(master=cluster.url)
+    exp = sdk.create_experiment(_config("sdk-pages"), _context(tmp_path, "two-groups", TWO_GROUPS_TRIAL))
+    assert exp.wait(interval=0.2) is ExperimentState.COMPLETED
+    [trial] = exp.list_trials()
+    monkeypatch.setattr(metrics_module, "PAGE", 3)  # pages end between the two reports of one step
+    read = list(metrics_module.iter_trial_metrics(sdk._client, trial.id, None))
+    assert sorted((r.steps_completed, r.metrics["x"]) for r in read) == sorted(
+        [(s, s) for s in range(1, 6)] + [(s, 10 + s) for s in range(1, 6)])
+    assert all(r.trial_id == trial.id and math.isnan(r.metrics["v"]) for r in read)
 
 
 def test_without_a_configured_master_the_sdk_finds_the_local_cluster(cluster, tmp_path, monkeypatch):
@@ -264,3 +272,63 @@ def test_login_without_a_master_says_how_to_name_one(tmp_path, monkeypatch):
     monkeypatch.setenv("STALWART_HOME", str(tmp_path / "empty-home"))
     with pytest.raises(MasterUnavailable, match="STALWART_MASTER"):
         client.login()
+
+
+# Prints a line per step and honours pause (preemption) by checkpointing; otherwise runs until killed.
+STEPPING_TRIAL = """
+import time
+import determined as det
+
+with det.core.init() as ctx:
+    start = 0
+    if ctx.info.latest_checkpoint:
+        with ctx.checkpoint.restore_path(ctx.info.latest_checkpoint) as path:
+            start = int((path / "step").read_text())
+    for step in range(start + 1, 100000):
+        print("STEP", step, flush=True)
+        time.sleep(0.1)
+        if ctx.preempt.should_preempt():
+            with ctx.checkpoint.store_path({"steps_completed": step}) as (path, uuid):
+                (path / "step").write_text(str(step))
+            break
+"""
+
+
+def test_pause_activate_follow_logs_and_kill(cluster, tmp_path):
+    """The lifecycle calls act on the master: pause checkpoints and stops the trial, activate resumes it from there,
+    `logs(follow=True)` streams the running trial's lines, and killing the trial, then the experiment, ends them."""
+    sdk = client.Stalwart(master=cluster.url)
+    exp = sdk.create_experiment({**_config("sdk-control"), "searcher": {"name": "single", "metric": "loss",
+                                                                        "max_length": 100000}},
+                                _context(tmp_path, "stepping", STEPPING_TRIAL))
+    trial = exp.await_first_trial(timeout=120)
+    followed = trial.logs(follow=True)
+    assert any("STEP 3" in line for line in followed)  # lines arrive while the trial runs
+    exp.pause()
+    cluster.wait_for(lambda: exp.list_checkpoints(), what="the pause's checkpoint", timeout=60)
+    [paused_at] = exp.list_checkpoints()
+    exp.reload()
+    assert exp.state is ExperimentState.PAUSED
+    exp.activate()
+    cluster.wait_for(lambda: any(f"STEP {paused_at.steps_completed + 2}" in line
+                                 for line in trial.iter_logs(search_text="STEP")),
+                     what="the trial to resume after its checkpoint", timeout=60)
+    exp.kill()
+    assert exp.wait(interval=0.2, timeout=60) is ExperimentState.CANCELED
+    steps = [int(line.split()[1]) for line in trial.iter_logs(search_text="STEP ")]
+    resumed = steps[steps.index(paused_at.steps_completed) + 1]
+    assert resumed == paused_at.steps_completed + 1, steps  # after activate it went on from the checkpoint
+    with pytest.raises(InvalidStateError, match="CANCELED"):
+        exp.pause()
+
+    other = sdk.create_experiment({**_config("sdk-trial-kill"), "searcher": {"name": "single", "metric": "loss",
+                                                                             "max_length": 100000}},
+                                  _context(tmp_path, "stepping-2", STEPPING_TRIAL))
+    doomed = other.await_first_trial(timeout=120)
+    cluster.wait_for(lambda: any("STEP 1" in line for line in doomed.iter_logs()), what="the trial to run", timeout=60)
+    doomed.kill()
+    other.wait(interval=0.2, timeout=60)
+    doomed.reload()
+    other.reload()
+    assert doomed.state.value == "CANCELED", doomed.state
+    assert other.state is ExperimentState.COMPLETED  # a single-trial search ends when its trial does
