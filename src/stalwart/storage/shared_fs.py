@@ -60,7 +60,12 @@ class SharedFSStorage(StorageManager):
         shutil.copytree(src, dst, dirs_exist_ok=True)
 
     def delete(self, storage_id: str) -> None:
-        shutil.rmtree(self._dir(storage_id), ignore_errors=True)
+        """Remove the checkpoint's files. Files already gone are not an error; a file that cannot be removed
+        raises, so that no caller marks a checkpoint deleted while its files are still there."""
+        path = self._dir(storage_id)
+        if not path.exists():
+            return
+        shutil.rmtree(path)
 
     def list(self, storage_id: str) -> dict[str, int]:
         return directory_resources(self._dir(storage_id))

@@ -3,7 +3,9 @@ typed client against an in-process master (its real routes, state machine and SQ
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
+import subprocess
 import uuid as uuidlib
 from collections.abc import Iterator
 from typing import Any
@@ -20,7 +22,7 @@ from stalwart.db import tables as t
 from stalwart.master.allocations import lifecycle
 from stalwart.master.app import create_app
 from stalwart.master.cluster import agents
-from stalwart.master.experiments import deleting, experiments, intake
+from stalwart.master.experiments import experiments, intake
 from stalwart.master.logs import insert_logs
 from stalwart.master.scheduling import scheduling
 from stalwart.master.service import Master
@@ -257,22 +259,31 @@ def test_delete_checkpoints_removes_files_then_marks_them_deleted(admin: Admin) 
     assert reply.status_code == 400 and "uuids" in reply.text
 
 
-class _BrokenStorage:
-    def delete(self, storage_id: str) -> None:
-        raise OSError("bucket is read-only")
+@contextlib.contextmanager
+def _undeletable(path: pathlib.Path) -> Iterator[None]:
+    """A file under `path` that not even root can remove (the immutable attribute), for as long as the block lasts."""
+    victim = next(p for p in path.rglob("*") if p.is_file())
+    if subprocess.run(["chattr", "+i", str(victim)], capture_output=True).returncode != 0:
+        pytest.skip("this file system cannot make a file immutable (chattr +i), so no real deletion failure")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(victim)], check=True)
 
 
-def test_a_storage_failure_keeps_the_records(admin: Admin, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_storage_failure_keeps_the_records(admin: Admin) -> None:
     exp_id, (first, _second) = _trained(admin)
-    monkeypatch.setattr(deleting, "make_storage", lambda cfg: _BrokenStorage())
-    with pytest.raises(StalwartError) as err:
-        admin.client.delete_checkpoints([first])
-    _bad(err, first, "bucket is read-only")
-    assert admin.client.get_checkpoint(first).checkpoint.state == "COMPLETED"
-    with pytest.raises(StalwartError) as err:
-        admin.client.delete_experiment(exp_id)
-    _bad(err, "bucket is read-only")
-    assert admin.state(exp_id) == "COMPLETED" and len(admin.client.experiment_checkpoints(exp_id).checkpoints) == 2
+    with _undeletable(admin.ckpts / first):
+        with pytest.raises(StalwartError) as err:
+            admin.client.delete_checkpoints([first])
+        _bad(err, first)
+        assert admin.client.get_checkpoint(first).checkpoint.state == "COMPLETED"
+        with pytest.raises(StalwartError) as err:
+            admin.client.delete_experiment(exp_id)
+        _bad(err, first)
+        assert admin.state(exp_id) == "COMPLETED" and len(admin.client.experiment_checkpoints(exp_id).checkpoints) == 2
+    admin.client.delete_checkpoints([first])  # once the files can go, they do
+    assert not (admin.ckpts / first).exists()
 
 
 def test_delete_experiment_only_when_finished_and_everything_goes(admin: Admin) -> None:
