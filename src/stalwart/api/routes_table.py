@@ -78,7 +78,6 @@ ROUTES: tuple[RouteSpec, ...] = (
     # the master and its documents
     _r("GET", "/api/v1/master", OPEN, cluster.MasterInfo),
     _r("GET", "/api/v1/openapi.json", OPEN, None),
-    _r("GET", "/redoc", OPEN, None, content_type=HTML),
     _r("GET", "/docs/rest-api/", OPEN, None, content_type=HTML),
     _r("GET", "/ui/static/{version}/{path:path}", OPEN, None, NF, content_type="application/octet-stream"),
     # experiments

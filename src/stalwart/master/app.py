@@ -47,9 +47,10 @@ def create_app(settings: MasterSettings) -> FastAPI:
             offload.shutdown()
             m.db.dispose()
 
-    # /docs/rest-api/ is served by the UI (routes/ui.py) with a vendored Swagger UI, not FastAPI's CDN copy
+    # /docs/rest-api/ is served by the UI (routes/ui.py) with a vendored Swagger UI; FastAPI's /docs and /redoc
+    # pages load their scripts from a CDN (broken on an air-gapped cluster), so neither is served
     app = FastAPI(title="Stalwart master", version=stalwart.__version__, lifespan=lifespan,
-                  docs_url=None, openapi_url="/api/v1/openapi.json")
+                  docs_url=None, redoc_url=None, openapi_url="/api/v1/openapi.json")
     app.state.master = m
     app.add_middleware(BodyLimit, max_bytes=settings.cluster.limits.max_request_body)
     errors.install(app)  # error answers (ErrorBody, 400 for validation, 500 keeping the connection): master/errors.py

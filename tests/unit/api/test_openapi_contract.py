@@ -28,10 +28,11 @@ SCHEME_OF_KIND = {AuthKind.CLUSTER: "clusterToken", AuthKind.ALLOCATION: "alloca
                   AuthKind.USER: "userSession"}
 """The security scheme that stands for each auth kind (an open route needs none)."""
 
-FASTAPI_DOCUMENT_ROUTES = ("/api/v1/openapi.json", "/redoc")
-"""FastAPI's own routes that serve the document (and a viewer of it): they are not operations of the API."""
+FASTAPI_DOCUMENT_ROUTES = ("/api/v1/openapi.json",)
+"""FastAPI's own route that serves the document: not an operation of the API."""
 
 ERROR_BODY_REF = "#/components/schemas/ErrorBody"
+ROUTE_NOT_FOUND_REF = "#/components/schemas/RouteNotFound"
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +135,12 @@ def test_every_error_of_the_table_is_documented_with_the_error_body(doc: Documen
             assert HTML in content, f"{_id(spec)}: error {code} has no content"
             continue
         assert JSON in content, f"{_id(spec)}: error {code} is not documented as JSON: {list(content)}"
-        assert content[JSON].get("schema") == {"$ref": ERROR_BODY_REF}, f"{_id(spec)}: error {code} is not ErrorBody"
+        schema = content[JSON].get("schema")
+        if code == 404 and re.search(r"\{\w+(:path)?\}", spec.path) and schema != {"$ref": ERROR_BODY_REF}:
+            # a string path value with an encoded "/" matches no route: the router's own 404 body is documented too
+            assert schema == {"anyOf": [{"$ref": ERROR_BODY_REF}, {"$ref": ROUTE_NOT_FOUND_REF}]}, f"{_id(spec)}: 404"
+            continue
+        assert schema == {"$ref": ERROR_BODY_REF}, f"{_id(spec)}: error {code} is not ErrorBody"
 
 
 @pytest.mark.parametrize("spec", _documented_routes(), ids=_id)

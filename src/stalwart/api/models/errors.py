@@ -22,3 +22,10 @@ class ErrorBody(Response):
     """`{"error": {"kind", "message", "details"}}`; `kind` names the StalwartError subclass."""
 
     error: ErrorDetail
+
+
+class RouteNotFound(Response):
+    """FastAPI's own 404 body, `{"detail": "Not Found"}`: the answer for a path no route matches. A route whose
+    path takes a string can meet it too: a value holding an encoded `/` makes the path match no route."""
+
+    detail: str

@@ -21,6 +21,7 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 
 from stalwart.api.auth_kinds import AuthKind
+from stalwart.api.models.errors import RouteNotFound
 from stalwart.api.routes_table import BY_KEY, HTML, JSON, RouteSpec, lookup
 from stalwart.master.auth import tokens
 
@@ -137,6 +138,19 @@ _BY_DOCUMENTED_KEY = {(m, re.sub(r"\{(\w+):\w+\}", r"{\1}", p)): spec for (m, p)
 """The table by the paths the document shows: `{path:path}` is documented as `{path}`."""
 
 
+def _allow_routing_404(op: dict[str, Any], schemas: dict[str, Any]) -> None:
+    """A string path value with an encoded `/` in it makes the path match no route: then the router answers its
+    own 404 body (`RouteNotFound`), which the operation's 404 documents beside the ErrorBody."""
+    strings = [p for p in op.get("parameters", []) if p.get("in") == "path"
+               and p.get("schema", {}).get("type") == "string"]
+    answer = op.get("responses", {}).get("404")
+    if not strings or answer is None or JSON not in answer.get("content", {}):
+        return
+    routing = _add_schema(schemas, RouteNotFound)
+    documented = answer["content"][JSON]["schema"]
+    answer["content"][JSON]["schema"] = {"anyOf": [documented, routing]}
+
+
 def openapi_document(app: FastAPI) -> dict[str, Any]:
     """The app's OpenAPI document with the route table's auth kinds and content types filled in."""
     if app.openapi_schema:
@@ -165,6 +179,7 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
                 elif spec.content_type not in ("text/html", "text/event-stream"):
                     schema = {"type": "string", "format": "binary"}
                 ok["content"] = {spec.content_type: {"schema": schema}}
+            _allow_routing_404(op, schemas)
             if spec.content_type == HTML:  # a page's errors are pages too (ui/pages.error_page)
                 for code, answer in op.get("responses", {}).items():
                     if code != "200":
