@@ -13,7 +13,7 @@ import click
 import yaml
 
 from stalwart.api.errors import InvalidRequest, StalwartError
-from stalwart.api.models.experiments import BestValidation, OrderBy, SortBy
+from stalwart.api.models.experiments import BestValidation, CreatedExperiment, Experiment, OrderBy, SortBy
 from stalwart.api.models.trials import Trial
 from stalwart.api.states import ExperimentState
 from stalwart.cli import output
@@ -22,6 +22,7 @@ from stalwart.cli.config_file import read_config_text
 from stalwart.cli.follow import follow_experiment, print_outcome
 from stalwart.cli.metric_rows import metric_table
 from stalwart.cli.test_mode import run_local, watch_stages
+from stalwart.client import Client
 from stalwart.client.experiments import ExperimentAction
 from stalwart.config.test_mode import test_mode_config
 from stalwart.context import pack_context
@@ -31,6 +32,17 @@ from stalwart.context import pack_context
                                                        "unpause": "activate"})
 def experiment() -> None:
     """Create and manage experiments."""
+
+
+def submit(client: Client, config_text: str, context_b64: str, *, paused: bool
+           ) -> tuple[CreatedExperiment, Experiment]:
+    """Create an experiment (started unless `paused`), show the master's warnings, and return its answer."""
+    reply = client.create_experiment(config_text, context_b64, activate=not paused)
+    for w in reply.warnings:
+        output.warn(w)
+    if reply.experiment is None:
+        raise StalwartError("the master created no experiment (it answered as to a validate-only request)")
+    return reply, reply.experiment
 
 
 @experiment.command("create")
@@ -63,12 +75,7 @@ def create(ctx: click.Context, config_file: str, context_dir: str, includes: tup
     for w in packed.warnings:
         output.warn(w)
     client = client_of(ctx)
-    reply = client.create_experiment(text, base64.b64encode(packed.data).decode(), activate=not paused)
-    for w in reply.warnings:
-        output.warn(w)
-    exp = reply.experiment
-    if exp is None:
-        raise StalwartError("the master created no experiment (it answered as to a validate-only request)")
+    reply, exp = submit(client, text, base64.b64encode(packed.data).decode(), paused=paused)
     if fmt is output.Format.TABLE:
         output.console.print(f"Created experiment {exp.id} ({exp.name}), state {exp.state.value}")
     else:

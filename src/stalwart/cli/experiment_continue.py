@@ -8,10 +8,11 @@ from typing import Any
 import click
 import yaml
 
-from stalwart.api.errors import InvalidRequest, StalwartError
+from stalwart.api.errors import InvalidRequest
 from stalwart.cli import output
 from stalwart.cli.base import client_of, format_options
 from stalwart.cli.config_file import read_config_mapping
+from stalwart.cli.experiment import submit
 from stalwart.cli.follow import follow_experiment, last_log_id
 from stalwart.config import apply_overrides, merge_defaults
 
@@ -68,12 +69,7 @@ def fork(ctx: click.Context, exp_id: int, config_file: str | None, overrides: tu
         config = merge_defaults(read_config_mapping(config_file), config)
     config = apply_overrides(config, list(overrides))
     context = client.experiment_model_def(exp_id).b64Tgz
-    reply = client.create_experiment(yaml.safe_dump(config, sort_keys=False), context, activate=not paused)
-    for w in reply.warnings:
-        output.warn(w)
-    exp = reply.experiment
-    if exp is None:
-        raise StalwartError("the master created no experiment (it answered as to a validate-only request)")
+    reply, exp = submit(client, yaml.safe_dump(config, sort_keys=False), context, paused=paused)
     if fmt is output.Format.TABLE:
         output.console.print(f"Forked experiment {exp.id} ({exp.name}) from experiment {exp_id}, state "
                              f"{exp.state.value}")

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from stalwart.api.errors import ConfigError, InvalidRequest
+from stalwart.config import read_source
 
 ConfigSource = Mapping[str, Any] | str | os.PathLike[str]
 
@@ -25,15 +26,12 @@ def config_text(config: ConfigSource) -> str:
     if "\n" not in config and pathlib.Path(config).expanduser().is_file():
         return _read(pathlib.Path(config).expanduser())
     try:
-        data = yaml.safe_load(config)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"config: malformed YAML: {err}") from None
-    if isinstance(data, dict):
-        return config
-    if "\n" not in config and config.strip().endswith((".yaml", ".yml")):
-        raise InvalidRequest(f"config file '{config}' does not exist (give a path, a dict or YAML text)")
-    raise ConfigError(f"config: expected a mapping of config keys (a dict, a YAML file or YAML text), "
-                      f"got {type(data).__name__}")
+        read_source(config, "config")  # a clear ConfigError unless it is YAML text of a mapping
+    except ConfigError:
+        if "\n" not in config and config.strip().endswith((".yaml", ".yml")):
+            raise InvalidRequest(f"config file '{config}' does not exist (give a path, a dict or YAML text)") from None
+        raise
+    return config
 
 
 def _read(path: pathlib.Path) -> str:
@@ -41,12 +39,7 @@ def _read(path: pathlib.Path) -> str:
         text = path.read_text()
     except OSError as err:
         raise InvalidRequest(f"config file '{path}' cannot be read: {err.strerror or err}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: malformed YAML: {err}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of config keys, got {type(data).__name__}")
+    read_source(text, f"config file {path}")
     return text
 
 
