@@ -53,10 +53,8 @@ class TrialProcess:
 
     def start(self) -> int | None:
         """Start the launcher; None if a kill arrived first (the exit is reported then)."""
-        env = dict(os.environ)
-        for key in [k for k in env if k.startswith(("STALWART_", "DET_"))]:
-            if key != "STALWART_HOME":
-                env.pop(key)
+        # nothing of the agent's own: its cluster token, its home (and through it the master's files) stay out
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("STALWART_", "DET_"))}
         env.update(self.order["env"])
         env["STALWART_INFO_FILE"] = str(self.run_dir / "info.json")
         env["DET_RUN_DIR"] = str(self.run_dir)

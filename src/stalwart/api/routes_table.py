@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from stalwart.api import permissions as P
 from stalwart.api.auth_kinds import AuthKind
 from stalwart.api.models import (
     agents,
@@ -25,6 +26,7 @@ from stalwart.api.models import (
     tasks,
     trials,
     ui,
+    users,
 )
 from stalwart.api.models.common import Empty
 from stalwart.api.models.errors import ErrorBody
@@ -48,6 +50,7 @@ class RouteSpec:
     stream_item: type[BaseModel] | None = None
     also_content: tuple[str, ...] = ()  # other content types the 200 answer may have (chosen by a query value)
     also_auth: tuple[AuthKind, ...] = ()
+    permission: P.Permission | None = None  # what a user route needs (api/permissions.py); None on other kinds
     error_model: type[BaseModel] = ErrorBody
 
     @property
@@ -67,8 +70,10 @@ def _r(method: str, path: str, auth: AuthKind, response: type[BaseModel] | None,
     codes: list[int] = []
     for e in errors:
         codes.extend(e if isinstance(e, tuple) else (e,))
-    if auth in (CLUSTER, ALLOC):
+    if auth in (CLUSTER, ALLOC, USER):
         codes.extend(AUTH)
+    if auth is USER and kw.get("permission") is None:
+        raise ValueError(f"{method} {path}: a user route must name its permission (api/permissions.py)")
     if method in ("POST", "PATCH", "PUT"):
         codes.append(BIG)
     return RouteSpec(method, path, auth, response, errors=tuple(sorted(set(codes))), **kw)  # type: ignore[arg-type]
@@ -81,29 +86,36 @@ ROUTES: tuple[RouteSpec, ...] = (
     _r("GET", "/docs/rest-api/", OPEN, None, content_type=HTML),
     _r("GET", "/ui/static/{version}/{path:path}", OPEN, None, NF, content_type="application/octet-stream"),
     # experiments
-    _r("POST", E, USER, experiments.CreatedExperiment, BAD, request=experiments.CreateExperiment),
-    _r("GET", E, USER, experiments.ExperimentList, BAD),
-    _r("GET", E + "/{exp_id}", USER, experiments.ExperimentDetail, BAD, NF),
-    _r("PATCH", E + "/{exp_id}", USER, experiments.ExperimentEnvelope, BAD, NF, request=experiments.PatchExperiment),
-    _r("DELETE", E + "/{exp_id}", USER, Empty, BAD, NF, STATE),
+    _r("POST", E, USER, experiments.CreatedExperiment, BAD, request=experiments.CreateExperiment,
+       permission=P.CREATE_EXPERIMENTS),
+    _r("GET", E, USER, experiments.ExperimentList, BAD, permission=P.VIEW_EXPERIMENTS),
+    _r("GET", E + "/{exp_id}", USER, experiments.ExperimentDetail, BAD, NF, permission=P.VIEW_EXPERIMENTS),
+    _r("PATCH", E + "/{exp_id}", USER, experiments.ExperimentEnvelope, BAD, NF, request=experiments.PatchExperiment,
+       permission=P.EDIT_EXPERIMENTS),
+    _r("DELETE", E + "/{exp_id}", USER, Empty, BAD, NF, STATE, permission=P.DELETE_EXPERIMENTS),
     _r("POST", E + "/{exp_id}/continue", USER, experiments.ExperimentEnvelope, BAD, NF, STATE,
+       permission=P.EDIT_EXPERIMENTS,
        request=experiments.ContinueExperiment),
-    _r("POST", E + "/{exp_id}/{action}", USER, experiments.ExperimentEnvelope, BAD, NF, STATE),
-    _r("GET", E + "/{exp_id}/trials", USER, experiments.TrialList, BAD, NF),
-    _r("GET", E + "/{exp_id}/checkpoints", USER, checkpoints.CheckpointList, BAD, NF),
-    _r("GET", E + "/{exp_id}/model_def", USER, experiments.ModelDef, BAD, NF),
-    _r("GET", E + "/{exp_id}/searcher/best_searcher_validation_metric", USER, experiments.BestMetric, BAD, NF),
-    _r("PATCH", E + "/{exp_id}/job", USER, jobs.JobEnvelope, BAD, NF, request=jobs.UpdateJob),
+    _r("POST", E + "/{exp_id}/{action}", USER, experiments.ExperimentEnvelope, BAD, NF, STATE,
+       permission=P.EDIT_EXPERIMENTS),
+    _r("GET", E + "/{exp_id}/trials", USER, experiments.TrialList, BAD, NF, permission=P.VIEW_EXPERIMENTS),
+    _r("GET", E + "/{exp_id}/checkpoints", USER, checkpoints.CheckpointList, BAD, NF, permission=P.VIEW_EXPERIMENTS),
+    _r("GET", E + "/{exp_id}/model_def", USER, experiments.ModelDef, BAD, NF, permission=P.VIEW_EXPERIMENTS),
+    _r("GET", E + "/{exp_id}/searcher/best_searcher_validation_metric", USER, experiments.BestMetric, BAD, NF,
+       permission=P.VIEW_EXPERIMENTS),
+    _r("PATCH", E + "/{exp_id}/job", USER, jobs.JobEnvelope, BAD, NF, request=jobs.UpdateJob, permission=P.EDIT_JOBS),
     _r("GET", E + "/{exp_id}/metrics/series", USER, series.ExperimentSeries, BAD, NF, BUSY,
+       permission=P.VIEW_EXPERIMENTS,
        also_content=("application/octet-stream",)),
     # trials
-    _r("GET", T + "/{trial_id}", USER, trials.TrialDetail, BAD, NF),
-    _r("POST", T + "/{trial_id}/kill", USER, Empty, BAD, NF, STATE),
-    _r("GET", T + "/{trial_id}/checkpoints", USER, checkpoints.CheckpointList, BAD, NF),
-    _r("GET", T + "/{trial_id}/metrics", USER, trials.MetricList, BAD, NF),
+    _r("GET", T + "/{trial_id}", USER, trials.TrialDetail, BAD, NF, permission=P.VIEW_EXPERIMENTS),
+    _r("POST", T + "/{trial_id}/kill", USER, Empty, BAD, NF, STATE, permission=P.EDIT_EXPERIMENTS),
+    _r("GET", T + "/{trial_id}/checkpoints", USER, checkpoints.CheckpointList, BAD, NF, permission=P.VIEW_EXPERIMENTS),
+    _r("GET", T + "/{trial_id}/metrics", USER, trials.MetricList, BAD, NF, permission=P.VIEW_EXPERIMENTS),
     _r("GET", T + "/{trial_id}/logs", USER, None, BAD, NF, content_type=NDJSON, streaming=True,
+       permission=P.VIEW_EXPERIMENTS,
        stream_item=trials.LogEntry),
-    _r("GET", T + "/{trial_id}/metrics/series", USER, series.TrialSeries, BAD, NF, BUSY),
+    _r("GET", T + "/{trial_id}/metrics/series", USER, series.TrialSeries, BAD, NF, BUSY, permission=P.VIEW_EXPERIMENTS),
     # trials: calls from inside the trial
     _r("POST", T + "/{trial_id}/metrics", ALLOC, trials.Accepted, BAD, NF, STATE, request=trials.ReportMetrics),
     _r("POST", T + "/{trial_id}/progress", ALLOC, Empty, BAD, NF, STATE, request=trials.ReportProgress),
@@ -119,51 +131,89 @@ ROUTES: tuple[RouteSpec, ...] = (
        request=allocations.Started),
     _r("POST", AL + "/{allocation_id}/exited", CLUSTER, Empty, BAD, NF, request=allocations.Exited),
     # checkpoints
-    _r("DELETE", "/api/v1/checkpoints", USER, Empty, BAD, NF, BIG, request=checkpoints.DeleteCheckpoints),
-    _r("GET", "/api/v1/checkpoints/{uuid}", USER, checkpoints.CheckpointEnvelope, BAD, NF),
-    _r("GET", "/api/v1/checkpoints/{uuid}/download", USER, None, BAD, NF, content_type="application/gzip"),
+    _r("DELETE", "/api/v1/checkpoints", USER, Empty, BAD, NF, BIG, request=checkpoints.DeleteCheckpoints,
+       permission=P.DELETE_CHECKPOINTS),
+    _r("GET", "/api/v1/checkpoints/{uuid}", USER, checkpoints.CheckpointEnvelope, BAD, NF,
+       permission=P.VIEW_EXPERIMENTS),
+    _r("GET", "/api/v1/checkpoints/{uuid}/download", USER, None, BAD, NF, content_type="application/gzip",
+       permission=P.VIEW_EXPERIMENTS),
     # agents and slots
     _r("POST", "/api/v1/agents", CLUSTER, agents.Registered, BAD, STATE, request=agents.RegisterAgent),
     _r("GET", "/api/v1/agents/{agent_id}/actions", CLUSTER, agents.Actions, BAD, NF),
-    _r("GET", "/api/v1/agents", USER, agents.AgentList),
-    _r("POST", "/api/v1/agents/{agent_id}/enable", USER, agents.AgentEnvelope, BAD, NF),
+    _r("GET", "/api/v1/agents", USER, agents.AgentList, permission=P.VIEW_CLUSTER),
+    _r("POST", "/api/v1/agents/{agent_id}/enable", USER, agents.AgentEnvelope, BAD, NF, permission=P.MANAGE_AGENTS),
     _r("POST", "/api/v1/agents/{agent_id}/disable", USER, agents.AgentEnvelope, BAD, NF,
+       permission=P.MANAGE_AGENTS,
        request=agents.DisableAgent),
-    _r("GET", "/api/v1/slots", USER, agents.SlotList),
+    _r("GET", "/api/v1/slots", USER, agents.SlotList, permission=P.VIEW_CLUSTER),
     _r("POST", "/api/v1/task/logs", CLUSTER, trials.Accepted, BAD, NF, STATE, request=agents.TaskLogs,
        also_auth=(ALLOC,)),
     # searcher
-    _r("POST", "/api/v1/searcher/preview", USER, searcher.PreviewAnswer, BAD, request=searcher.PreviewRequest),
+    _r("POST", "/api/v1/searcher/preview", USER, searcher.PreviewAnswer, BAD, request=searcher.PreviewRequest,
+       permission=P.VIEW_CLUSTER),
     # jobs
-    _r("GET", "/api/v1/jobs", USER, jobs.JobList, BAD),
-    _r("GET", "/api/v1/jobs/{job_id}", USER, jobs.JobEnvelope, BAD, NF),
-    _r("POST", "/api/v1/jobs/{job_id}/priority", USER, jobs.JobEnvelope, BAD, NF, STATE, request=jobs.SetPriority),
-    _r("POST", "/api/v1/jobs/{job_id}/weight", USER, jobs.JobEnvelope, BAD, NF, STATE, request=jobs.SetWeight),
-    _r("POST", "/api/v1/jobs/{job_id}/resource_pool", USER, jobs.JobEnvelope, BAD, NF, STATE, request=jobs.SetPool),
-    _r("PATCH", "/api/v1/jobs/{job_id}", USER, jobs.JobEnvelope, BAD, NF, STATE, request=jobs.UpdateJob),
-    _r("POST", "/api/v1/jobs/{job_id}/move", USER, jobs.JobList, BAD, NF, STATE, request=jobs.MoveJob),
-    _r("PATCH", "/api/v1/commands/{cmd_id}/job", USER, jobs.JobEnvelope, BAD, NF, request=jobs.UpdateJob),
+    _r("GET", "/api/v1/jobs", USER, jobs.JobList, BAD, permission=P.VIEW_CLUSTER),
+    _r("GET", "/api/v1/jobs/{job_id}", USER, jobs.JobEnvelope, BAD, NF, permission=P.VIEW_CLUSTER),
+    _r("POST", "/api/v1/jobs/{job_id}/priority", USER, jobs.JobEnvelope, BAD, NF, STATE, request=jobs.SetPriority,
+       permission=P.EDIT_JOBS),
+    _r("POST", "/api/v1/jobs/{job_id}/weight", USER, jobs.JobEnvelope, BAD, NF, STATE, request=jobs.SetWeight,
+       permission=P.EDIT_JOBS),
+    _r("POST", "/api/v1/jobs/{job_id}/resource_pool", USER, jobs.JobEnvelope, BAD, NF, STATE, request=jobs.SetPool,
+       permission=P.EDIT_JOBS),
+    _r("PATCH", "/api/v1/jobs/{job_id}", USER, jobs.JobEnvelope, BAD, NF, STATE, request=jobs.UpdateJob,
+       permission=P.EDIT_JOBS),
+    _r("POST", "/api/v1/jobs/{job_id}/move", USER, jobs.JobList, BAD, NF, STATE, request=jobs.MoveJob,
+       permission=P.EDIT_JOBS),
+    _r("PATCH", "/api/v1/commands/{cmd_id}/job", USER, jobs.JobEnvelope, BAD, NF, request=jobs.UpdateJob,
+       permission=P.EDIT_JOBS),
     # commands and tasks
-    _r("POST", "/api/v1/commands", USER, tasks.CommandEnvelope, BAD, request=tasks.CreateCommand),
-    _r("GET", "/api/v1/commands/{cmd_id}", USER, tasks.CommandEnvelope, BAD, NF),
-    _r("POST", "/api/v1/commands/{cmd_id}/kill", USER, tasks.CommandEnvelope, BAD, NF, STATE),
-    _r("GET", "/api/v1/tasks", USER, tasks.TaskList, BAD),
-    _r("GET", "/api/v1/tasks/{task_id}", USER, tasks.TaskEnvelope, BAD, NF),
+    _r("POST", "/api/v1/commands", USER, tasks.CommandEnvelope, BAD, request=tasks.CreateCommand,
+       permission=P.CREATE_COMMANDS),
+    _r("GET", "/api/v1/commands/{cmd_id}", USER, tasks.CommandEnvelope, BAD, NF, permission=P.VIEW_CLUSTER),
+    _r("POST", "/api/v1/commands/{cmd_id}/kill", USER, tasks.CommandEnvelope, BAD, NF, STATE,
+       permission=P.EDIT_COMMANDS),
+    _r("GET", "/api/v1/tasks", USER, tasks.TaskList, BAD, permission=P.VIEW_CLUSTER),
+    _r("GET", "/api/v1/tasks/{task_id}", USER, tasks.TaskEnvelope, BAD, NF, permission=P.VIEW_CLUSTER),
     _r("GET", "/api/v1/tasks/{task_id}/logs", USER, None, BAD, NF, content_type=NDJSON, streaming=True,
+       permission=P.VIEW_CLUSTER,
        stream_item=trials.LogEntry),
     # web UI: JSON page models (ETag'd, 304 on If-None-Match) and live updates
-    _r("GET", "/api/v1/ui/experiments", USER, ui.ExperimentsPage, BAD),
-    _r("GET", "/api/v1/ui/experiments/{exp_id}", USER, ui.ExperimentPage, BAD, NF),
-    _r("GET", "/api/v1/ui/experiments/{exp_id}/hparams", USER, ui.HparamsView, BAD, NF),
-    _r("GET", "/api/v1/ui/trials/{trial_id}", USER, ui.TrialPage, BAD, NF),
-    _r("GET", "/api/v1/ui/trials/{trial_id}/logs", USER, ui.TrialLogs, BAD, NF),
-    _r("GET", "/api/v1/ui/cluster", USER, ui.ClusterPage),
-    _r("GET", "/api/v1/ui/status", USER, ui.IndexStatus),
-    _r("GET", "/api/v1/ui/events", USER, None, BAD, NF, content_type=SSE, streaming=True),
+    _r("GET", "/api/v1/ui/experiments", USER, ui.ExperimentsPage, BAD, permission=P.VIEW_EXPERIMENTS),
+    _r("GET", "/api/v1/ui/experiments/{exp_id}", USER, ui.ExperimentPage, BAD, NF, permission=P.VIEW_EXPERIMENTS),
+    _r("GET", "/api/v1/ui/experiments/{exp_id}/hparams", USER, ui.HparamsView, BAD, NF, permission=P.VIEW_EXPERIMENTS),
+    _r("GET", "/api/v1/ui/trials/{trial_id}", USER, ui.TrialPage, BAD, NF, permission=P.VIEW_EXPERIMENTS),
+    _r("GET", "/api/v1/ui/trials/{trial_id}/logs", USER, ui.TrialLogs, BAD, NF, permission=P.VIEW_EXPERIMENTS),
+    _r("GET", "/api/v1/ui/cluster", USER, ui.ClusterPage, permission=P.VIEW_CLUSTER),
+    _r("GET", "/api/v1/ui/status", USER, ui.IndexStatus, permission=P.VIEW_EXPERIMENTS),
+    _r("GET", "/api/v1/ui/events", USER, None, BAD, NF, content_type=SSE, streaming=True,
+       permission=P.VIEW_EXPERIMENTS),
     # web UI: HTML pages (errors are HTML pages too)
-    *(_r("GET", p, USER, None, NF, content_type=HTML) for p in (
+    *(_r("GET", p, USER, None, NF, content_type=HTML, permission=P.VIEW_EXPERIMENTS) for p in (
         "/", "/experiments", "/experiments/{exp_id}", "/experiments/{exp_id}/trials/{trial_id}", "/trials/{trial_id}",
         "/cluster", "/jobs", "/tasks", "/tasks/{task_id}")),
+    _r("GET", "/audit", USER, None, NF, content_type=HTML, permission=P.VIEW_AUDIT),
+    # web UI: signing in and out (a form post; the answer is a redirect carrying the session cookie)
+    _r("GET", "/login", OPEN, None, content_type=HTML),
+    _r("POST", "/login", OPEN, None, BAD, content_type=HTML),
+    _r("POST", "/logout", USER, None, content_type=HTML, permission=P.SIGN_OUT),
+    # users, sessions and access tokens (Determined's login, me and logout shapes)
+    _r("POST", "/api/v1/auth/login", OPEN, users.LoginAnswer, BAD, AUTH, request=users.Login),
+    _r("POST", "/api/v1/auth/logout", USER, Empty, permission=P.SIGN_OUT),
+    _r("GET", "/api/v1/me", USER, users.UserEnvelope, permission=P.VIEW_USERS),
+    _r("GET", "/api/v1/users", USER, users.UserList, permission=P.VIEW_USERS),
+    _r("POST", "/api/v1/users", USER, users.UserEnvelope, BAD, STATE, request=users.CreateUser,
+       permission=P.MANAGE_USERS),
+    _r("GET", "/api/v1/users/{username}", USER, users.UserEnvelope, BAD, NF, permission=P.VIEW_USERS),
+    _r("PATCH", "/api/v1/users/{username}", USER, users.UserEnvelope, BAD, NF, STATE, request=users.PatchUser,
+       permission=P.EDIT_OWN_ACCOUNT),
+    _r("POST", "/api/v1/users/{username}/password", USER, Empty, BAD, NF, request=users.SetPassword,
+       permission=P.EDIT_OWN_ACCOUNT),
+    _r("POST", "/api/v1/tokens", USER, users.CreatedToken, BAD, NF, request=users.CreateToken,
+       permission=P.MANAGE_OWN_TOKENS),
+    _r("GET", "/api/v1/tokens", USER, users.TokenList, BAD, permission=P.MANAGE_OWN_TOKENS),
+    _r("DELETE", "/api/v1/tokens/{token_id}", USER, users.TokenEnvelope, BAD, NF, permission=P.MANAGE_OWN_TOKENS),
+    # the audit log
+    _r("GET", "/api/v1/audit", USER, users.AuditList, BAD, permission=P.VIEW_AUDIT),
 )
 
 BY_KEY: dict[tuple[str, str], RouteSpec] = {r.key: r for r in ROUTES}

@@ -12,10 +12,17 @@ import subprocess
 import sys
 import time
 
-from stalwart.api.errors import InvalidRequest, InvalidStateError, MasterUnavailable, StalwartError
+from stalwart.api.errors import (
+    AuthError,
+    ForbiddenError,
+    InvalidRequest,
+    InvalidStateError,
+    MasterUnavailable,
+    StalwartError,
+)
 from stalwart.api.models.cluster import MasterInfo
-from stalwart.cli import home as homes
-from stalwart.client import Client
+from stalwart.cli import home as homes, output
+from stalwart.client import Client, credentials
 
 DEFAULT_PORT = 8080
 
@@ -144,11 +151,29 @@ def _registered(client: Client, agent_id: str, since: float) -> bool:
     return any(a.id == agent_id and a.connected and (a.last_seen or 0) >= since for a in agents)
 
 
+def log_in_local_admin(url: str) -> str | None:
+    """Zero setup: the CLI's session with the local master. A kept one (the auth file, the environment) if the
+    master takes it, else the bootstrap admin's while its password is empty (a local master listens on loopback
+    only); None when neither works (the admin has a password: `stalwart user login admin`)."""
+    kept = credentials.session_for(url)
+    if kept is not None and credentials.still_valid(url, kept):
+        return kept
+    try:
+        return credentials.log_in(url, "admin", "")
+    except (AuthError, ForbiddenError):
+        return None
+
+
 def wait_for_agent(url: str, agent_id: str, proc: subprocess.Popen | None, since: float,
                    timeout: float = 60.0) -> None:
     """Wait until the local agent has registered with the master (else fail showing the agent's error)."""
+    session = log_in_local_admin(url)
+    if session is None:
+        output.info("The local admin has a password: log in with `stalwart user login admin` (not waiting for the "
+             "agent to register).")
+        return
     deadline = time.monotonic() + timeout
-    with Client(url, timeout=2.0) as client:
+    with Client(url, timeout=2.0, session_token=session) as client:
         while time.monotonic() < deadline:
             if _registered(client, agent_id, since):
                 return
@@ -181,6 +206,7 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
     agent_pid = next((pid for pid in (rec.get("agent_pid"), _agent_state_pid(base / "agent"))
                       if ours(pid, "agent", base)), None)
     if master_pid and agent_pid and running_local():
+        log_in_local_admin(rec["url"])
         return {**rec, "already_running": True}
     if foreground and (master_pid or agent_pid):
         raise InvalidStateError(f"this home's cluster still runs in the background ({base}); stop it with "

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from stalwart.cli import local_cluster
+from stalwart.cli import local_cluster, prompts
 from stalwart.cli.output import info
-from stalwart.client import Client, normalize_master_url
+from stalwart.client import Client, credentials, normalize_master_url
 
 
 def configured_master(flag: str | None) -> str | None:
@@ -30,5 +30,14 @@ def master_url(flag: str | None) -> str:
     return rec["url"]
 
 
-def client(flag: str | None) -> Client:
-    return Client(master_url(flag))
+def client(flag: str | None, user: str | None = None) -> Client:
+    """A client of the chosen master carrying the session `credentials.session_for` picks (asking for the
+    password of a user named with -u when none is kept). As in Determined's CLI, only `stalwart user login`
+    changes the active user: a session opened for -u (or DET_USER/DET_PASS) is kept, not made active."""
+    url = master_url(flag)
+    token = credentials.session_for(url, user, ask_password=_ask_password, make_active=False)
+    return Client(url, session_token=token)
+
+
+def _ask_password(username: str) -> str:
+    return prompts.secret(f"Password for user '{username}'")

@@ -9,9 +9,10 @@ from stalwart.client.jobs import JobsApi
 from stalwart.client.master import MasterApi
 from stalwart.client.tasks import TasksApi
 from stalwart.client.trials import TrialsApi
+from stalwart.client.users import UsersApi
 
 
-class Client(ExperimentsApi, TrialsApi, CheckpointsApi, AgentsApi, JobsApi, TasksApi, MasterApi):
+class Client(ExperimentsApi, TrialsApi, CheckpointsApi, AgentsApi, JobsApi, TasksApi, UsersApi, MasterApi):
     """One master. `retry_for` > 0 keeps retrying connection failures and 5xx answers that long (seconds).
 
     A method per operation, returning the response model (`get_experiment(id).experiment.state`); the

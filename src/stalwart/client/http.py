@@ -80,6 +80,7 @@ class Transport:
         *,
         cluster_token: str | None = None,
         allocation_token: str | None = None,
+        session_token: str | None = None,
         retry_for: float = 0.0,
         timeout: float = 30.0,
     ) -> None:
@@ -87,10 +88,19 @@ class Transport:
         headers: dict[str, str] = {}
         if cluster_token:
             headers["authorization"] = f"Bearer {cluster_token}"
+        if session_token:  # a user's session or access token (never together with a cluster token)
+            headers["authorization"] = f"Bearer {session_token}"
         if allocation_token:
             headers[ALLOCATION_HEADER] = f"Bearer {allocation_token}"
         self.retry_for = retry_for
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+
+    def set_session_token(self, token: str | None) -> None:
+        """Carry this user session (or access token) from now on; None: carry none."""
+        if token:
+            self._http.headers["authorization"] = f"Bearer {token}"
+        else:
+            self._http.headers.pop("authorization", None)
 
     def close(self) -> None:
         self._http.close()

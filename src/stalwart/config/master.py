@@ -34,10 +34,10 @@ from stalwart.config._schema import (
 )
 
 # Keys Determined accepts that Stalwart reads but does not act on (no TLS, auth, telemetry, ... here).
-_IGNORED = ["security", "telemetry", "logging", "log", "cluster_name", "webhooks", "observability", "retention_policy",
+_IGNORED = ["telemetry", "logging", "log", "cluster_name", "webhooks", "observability", "retention_policy",
             "notebook_timeout", "tensorboard_timeout", "cache", "ui_customization", "config_file", "root",
             "integrations", "enable_cors", "launch_error", "feature_switches", "internal", "oidc", "saml", "scim",
-            "initial_user_password", "reserved_ports", "resource_pools_defaults", "additional_resource_managers"]
+            "reserved_ports", "resource_pools_defaults", "additional_resource_managers"]
 
 
 def _scheduler_type(value: Any, path: str, problems: Problems) -> Any:
@@ -126,6 +126,15 @@ LIMITS_SPEC = {
     "max_context_size": Field(size(), default=DEFAULT_MAX_CONTEXT_SIZE),
 }
 
+SECURITY_SPEC = {
+    "initial_user_password": Field(string()),
+    "authz": Field(any_map()),  # `type: basic` is what this release enforces; roles (rbac) come with workspaces
+    "tls": Field(any_map()),
+    "ssh": Field(any_map()),
+    "default_task": Field(any_map()),
+    "token": Field(any_map()),
+}
+
 MASTER_SPEC = {
     "port": Field(integer(1, 65535)),
     "host": Field(string(nonempty=True)),
@@ -138,6 +147,8 @@ MASTER_SPEC = {
     "provisioner": Field(any_map()),
     "agent_timeout": Field(number(minimum=1)),
     "limits": Field(section(LIMITS_SPEC)),
+    "security": Field(section(SECURITY_SPEC)),
+    "initial_user_password": Field(string()),  # Determined's older place for security.initial_user_password
     **{key: Field(lambda v, p, pr: v) for key in _IGNORED},
 }
 
@@ -180,6 +191,13 @@ class LimitsConfig:
 
 
 @dataclass(frozen=True)
+class SecurityConfig:
+    """Who may use the cluster: the password the bootstrap accounts (admin, determined) start with."""
+
+    initial_user_password: str = ""
+
+
+@dataclass(frozen=True)
 class MasterConfig:
     pools: tuple[PoolConfig, ...] = (PoolConfig("default"),)
     default_compute_pool: str = "default"
@@ -191,6 +209,7 @@ class MasterConfig:
     task_container_defaults: dict[str, Any] = field(default_factory=dict)
     agent_timeout: float | None = None
     limits: LimitsConfig = LimitsConfig()
+    security: SecurityConfig = SecurityConfig()
     ignored_keys: tuple[str, ...] = ()
 
     def pool(self, name: str) -> PoolConfig | None:
@@ -262,6 +281,8 @@ def parse_master_config(data: Any, source: str = "master config") -> MasterConfi
         task_container_defaults=dict(cfg.get("task_container_defaults") or {}),
         agent_timeout=cfg.get("agent_timeout"),
         limits=LimitsConfig.of(cfg.get("limits")),
+        security=SecurityConfig(
+            (cfg.get("security") or {}).get("initial_user_password") or cfg.get("initial_user_password") or ""),
         ignored_keys=tuple(k for k in _IGNORED if cfg.get(k) is not None),
     )
 

@@ -218,3 +218,46 @@ task_logs = sa.Table(
     sa.Index("ix_task_logs_trial", "trial_id", "id"),
     sa.Index("ix_task_logs_allocation", "allocation_id", "id"),
 )
+
+users = sa.Table(
+    "users",
+    metadata,
+    sa.Column("id", Id32, primary_key=True, autoincrement=True),
+    sa.Column("username", sa.String(128), nullable=False, unique=True),
+    sa.Column("display_name", sa.String(256), nullable=True),
+    # argon2id of the login credential (docs/users.md); NULL: the empty password
+    sa.Column("password_hash", sa.String(256), nullable=True),
+    sa.Column("admin", sa.Boolean, nullable=False, default=False),
+    sa.Column("active", sa.Boolean, nullable=False, default=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("modified_at", sa.Float, nullable=True),
+    sa.Column("last_auth_at", sa.Float, nullable=True),
+)
+
+user_sessions = sa.Table(
+    "user_sessions",
+    metadata,
+    sa.Column("id", Id32, primary_key=True, autoincrement=True),
+    sa.Column("user_id", Id32, sa.ForeignKey("users.id"), nullable=False, index=True),
+    # SHA-256 of the token: the token itself is never stored
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("kind", sa.String(16), nullable=False),  # login | access | task
+    sa.Column("description", sa.String(1024), nullable=True),
+    sa.Column("allocation_id", sa.String(64), nullable=True, index=True),  # a task session's allocation
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=True),
+    sa.Column("revoked_at", sa.Float, nullable=True),
+)
+
+audit_log = sa.Table(
+    "audit_log",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True, autoincrement=True),
+    sa.Column("timestamp", sa.Float, nullable=False, index=True),
+    sa.Column("username", sa.String(128), nullable=True, index=True),
+    sa.Column("method", sa.String(8), nullable=False),
+    sa.Column("path", sa.String(2048), nullable=False),
+    sa.Column("target", sa.String(256), nullable=True),
+    sa.Column("status", sa.Integer, nullable=False),
+    sa.Column("outcome", sa.String(16), nullable=False),  # ok | refused | failed
+)

@@ -4,10 +4,14 @@ The master: the `master` argument, else STALWART_MASTER, else DET_MASTER, else t
 `stalwart up` (or any CLI command) started, found the way the CLI finds it: the record in
 $STALWART_HOME/local-cluster.json, whose master must answer with the recorded cluster id.
 
+The session: `client.credentials.session_for` (a user and password given to `login`, else STALWART_USER /
+DET_USER with STALWART_PASSWORD / DET_PASS, else a task's owner session STALWART_USER_TOKEN / DET_USER_TOKEN,
+else the auth file's active user for that master, which `stalwart user login` and `stalwart up` keep).
+
 Inside a task (a trial, a command) the environment the master gives it names the master (STALWART_MASTER) and
-holds the task's own credential (STALWART_ALLOCATION_TOKEN, also DET_SESSION_TOKEN): the same values as the
-info file the harness's core context reads. The SDK sends that token only to that master, and is patient there
-the way the harness is (a master restart is waited out).
+holds the task's credentials: its allocation's token (STALWART_ALLOCATION_TOKEN, also DET_SESSION_TOKEN) and its
+owner's session (STALWART_USER_TOKEN, also DET_USER_TOKEN). The SDK sends the allocation token only to that
+master, and is patient there the way the harness is (a master restart is waited out).
 """
 
 from __future__ import annotations
@@ -18,32 +22,36 @@ import pathlib
 from dataclasses import dataclass
 
 from stalwart.api.errors import MasterUnavailable, StalwartError
-from stalwart.client import Client, normalize_master_url
+from stalwart.client import Client, credentials, normalize_master_url
 
 TASK_RETRY_S = 900.0  # the harness's patience (stalwart.harness.session), unless STALWART_TRIAL_RETRY_S says
 
 
 @dataclass(frozen=True)
 class Target:
-    """A master's URL and what to send it: the task's allocation token inside a task, else nothing."""
+    """A master's URL and what to send it: a user's session, and the task's allocation token inside a task."""
 
     url: str
     allocation_token: str | None = None
     retry_for: float = 0.0
+    session_token: str | None = None
 
     def client(self) -> Client:
-        return Client(self.url, allocation_token=self.allocation_token, retry_for=self.retry_for)
+        return Client(self.url, allocation_token=self.allocation_token, session_token=self.session_token,
+                      retry_for=self.retry_for)
 
 
-def resolve(master: str | None) -> Target:
-    """Where to connect: the argument, the environment, or the local cluster (MasterUnavailable if none)."""
+def resolve(master: str | None, user: str | None = None, password: str | None = None) -> Target:
+    """Where to connect and as whom: the argument, the environment, or the local cluster (MasterUnavailable if
+    none); with `user`, that user's kept session or a login with `password` (AuthError when neither works)."""
     url = _configured(master) or _local_cluster_url()
     if url is None:
         raise MasterUnavailable(
             "no Stalwart master to connect to: pass login(master=...), set STALWART_MASTER (or DET_MASTER), "
             "or start a local cluster with `stalwart up`")
     token, patience = _task_credentials(url)
-    return Target(url, token, patience)
+    session = credentials.session_for(url, user, password, make_active=False)
+    return Target(url, token, patience, session)
 
 
 def _configured(master: str | None) -> str | None:

@@ -26,10 +26,8 @@ class Stalwart:
     """The SDK for one master: `Stalwart(master=None, user=None, password=None)` (see `client.login`)."""
 
     def __init__(self, master: str | None = None, user: str | None = None, password: str | None = None) -> None:
-        target = _master.resolve(master)
+        target = _master.resolve(master, user, password)
         self.master = target.url
-        self.user = user  # kept for user identities (not checked yet: the master has no users so far)
-        self._password = password
         self._client = target.client()
 
     def close(self) -> None:

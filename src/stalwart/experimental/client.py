@@ -8,7 +8,7 @@
 
 Every function uses one default connection, made on first use: the master of `login(master=...)`, else
 STALWART_MASTER, DET_MASTER, the running local cluster. Inside a trial no login is needed: the trial's
-environment names its master and holds the trial's own credential (see `_master`). To talk to several
+environment names its master and holds the trial's own credentials (see `_master`). To talk to several
 masters, make one `Stalwart(master=...)` object each: it has the same functions.
 """
 
@@ -35,11 +35,12 @@ _default: Stalwart | None = None
 def login(master: str | None = None, user: str | None = None, password: str | None = None) -> Stalwart:
     """Set the master every function of this module talks to, and return its `Stalwart` object.
 
-    `master`: the master's address; else STALWART_MASTER, then DET_MASTER, then the local cluster. Calling
-    `login` is only needed to pick another master: the first call of any function logs in this way by itself.
-    `user` and `password` are accepted, and kept, for Determined compatibility and for user identities, which
-    Stalwart's master does not have yet: today they are not checked. A second `login` replaces the first for
-    the functions of this module (objects already returned keep their master).
+    `master`: the master's address; else STALWART_MASTER, then DET_MASTER, then the local cluster. `user` and
+    `password`: log in as that user (its session is kept in the auth file, $STALWART_HOME/auth.json); without
+    them, STALWART_USER/DET_USER with STALWART_PASSWORD/DET_PASS, a task's owner session, or the session the CLI
+    keeps for that master (`stalwart user login`, `stalwart up`). Calling `login` is only needed to pick another
+    master or user: the first call of any function logs in this way by itself. A second `login` replaces the
+    first for the functions of this module (objects already returned keep their master and session).
     """
     global _default
     _default = Stalwart(master, user, password)

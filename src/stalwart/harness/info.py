@@ -32,6 +32,7 @@ class ClusterInfo:
     task_type: str
     latest_checkpoint: str | None
     trial: TrialInfo | None = None
+    user_token: str | None = None  # a session of the task's owner (user routes, the SDK)
     container_addrs: list = field(default_factory=lambda: ["127.0.0.1"])
     container_rank: int = 0
     gpu_uuids: list = field(default_factory=list)
@@ -68,6 +69,7 @@ def _load(path: str) -> ClusterInfo:
         task_type=raw.get("task_type", "TRIAL"),
         latest_checkpoint=raw.get("latest_checkpoint"),
         trial=trial_info,
+        user_token=raw.get("user_token"),
         container_addrs=_container_addrs(raw),
         container_rank=_container_rank(raw),
         gpu_uuids=raw.get("gpu_uuids", []),

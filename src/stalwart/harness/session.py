@@ -11,4 +11,5 @@ RETRY_FOR_S = float(os.environ.get("STALWART_TRIAL_RETRY_S", "900"))
 
 
 def trial_client(info: ClusterInfo) -> Client:
-    return Client(info.master_url, allocation_token=info.session_token, retry_for=RETRY_FOR_S, timeout=90)
+    return Client(info.master_url, allocation_token=info.session_token, session_token=info.user_token,
+                  retry_for=RETRY_FOR_S, timeout=90)

@@ -11,6 +11,8 @@ import stalwart
 from stalwart.master import errors, offload, ui
 from stalwart.master.body_limit import BodyLimit
 from stalwart.master.experiments.intake import MetricsWriter
+from stalwart.master.identity import accounts
+from stalwart.master.identity.audit import AuditLog
 from stalwart.master.routes import (
     agents,
     allocations,
@@ -22,6 +24,7 @@ from stalwart.master.routes import (
     searcher,
     tasks,
     trials,
+    users,
 )
 from stalwart.master.scheduling import scheduling
 from stalwart.master.service import Master
@@ -29,7 +32,10 @@ from stalwart.master.settings import MasterSettings
 
 
 def create_app(settings: MasterSettings) -> FastAPI:
+    """The master's app. ConfigError when it must not start (an open account on a non-loopback address)."""
     m = Master(settings)
+    accounts.bootstrap(m)
+    accounts.refuse_open_accounts(m)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -53,9 +59,10 @@ def create_app(settings: MasterSettings) -> FastAPI:
                   docs_url=None, redoc_url=None, openapi_url="/api/v1/openapi.json")
     app.state.master = m
     app.add_middleware(BodyLimit, max_bytes=settings.cluster.limits.max_request_body)
+    app.add_middleware(AuditLog, master=m)
     errors.install(app)  # error answers (ErrorBody, 400 for validation, 500 keeping the connection): master/errors.py
 
-    for module in (cluster, experiments, trials, allocations, agents, checkpoints, searcher, jobs, tasks):
+    for module in (cluster, experiments, trials, allocations, agents, checkpoints, searcher, jobs, tasks, users):
         app.include_router(module.router)
     ui.install(app)
     app.openapi = lambda: contract.openapi_document(app)  # type: ignore[method-assign]

@@ -57,6 +57,8 @@ class Master:
         self.kills_sent: set[str] = set()
         # experiment id -> experiments.custom_search.SearcherProcess: a layer above this one, so not named here
         self.custom_searchers: dict[int, Any] = {}
+        # token hash -> identity.sessions.Identity of live sessions (identity sits above this layer)
+        self.session_cache: dict[str, Any] = {}
         self.cluster_id, self.secret = self._cluster_identity()
         self.cluster_token = settings.cluster_token or self._info("cluster_token")
 
@@ -78,6 +80,17 @@ class Master:
                         sa.select(t.cluster_info.c.value).where(t.cluster_info.c.key == key)
                     ).scalar_one()
         return have["cluster_id"], have["secret"]
+
+    @staticmethod
+    def cluster_info(conn: sa.Connection, key: str) -> str | None:
+        value: str | None = conn.execute(
+            sa.select(t.cluster_info.c.value).where(t.cluster_info.c.key == key)).scalar_one_or_none()
+        return value
+
+    @staticmethod
+    def set_cluster_info(conn: sa.Connection, key: str, value: str) -> None:
+        conn.execute(t.cluster_info.delete().where(t.cluster_info.c.key == key))
+        conn.execute(t.cluster_info.insert().values(key=key, value=value))
 
     def allocation_token(self, allocation_id: str) -> str:
         """The token a trial process of `allocation_id` authenticates with."""

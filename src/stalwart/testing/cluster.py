@@ -12,6 +12,7 @@ import time
 
 from stalwart.api.errors import StalwartError
 from stalwart.client import Client
+from stalwart.client.auth_file import AuthFile
 
 
 def free_port() -> int:
@@ -40,6 +41,10 @@ class LocalTestCluster:
         self.agents: list[subprocess.Popen] = []
         self.env = {**os.environ, "STALWART_HOME": str(self.home), "STALWART_MASTER": self.url}
         self.env.pop("DET_MASTER", None)
+        for key in ("DET_USER", "DET_PASS", "DET_USER_TOKEN", "STALWART_USER", "STALWART_PASSWORD",
+                    "STALWART_USER_TOKEN"):
+            self.env.pop(key, None)
+        self.admin_token: str | None = None  # the bootstrap admin's session, logged in at start
 
     # -- processes ------------------------------------------------------------------------
     def _spawn(self, args: list[str], log: str) -> subprocess.Popen:
@@ -59,6 +64,7 @@ class LocalTestCluster:
             try:
                 with Client(self.url, timeout=1) as probe:
                     probe.master_info()
+                self._log_in_admin()
                 return
             except StalwartError:
                 pass
@@ -66,6 +72,14 @@ class LocalTestCluster:
                 raise RuntimeError(f"master exited with {self.master.returncode}: {self.log('master.log')[-3000:]}")
             time.sleep(0.1)
         raise RuntimeError("master did not come up within 60 s")
+
+    def _log_in_admin(self) -> None:
+        """Log in as the bootstrap admin (empty password: the master listens on loopback) and keep the session in
+        this cluster's auth file, as `stalwart up` does: the CLI run by `cli()` and `client()` use it."""
+        if self.admin_token is None:
+            with Client(self.url, timeout=30) as c:
+                self.admin_token = c.login("admin", "").token
+        AuthFile(self.home / "auth.json").store(self.url, "admin", self.admin_token)
 
     def start_agent(self, index: int = 0, slots: int | None = None, pool: str | None = None) -> subprocess.Popen:
         pool = pool or (self.agent_pools[index] if index < len(self.agent_pools) else "default")
@@ -123,6 +137,8 @@ class LocalTestCluster:
         return path.read_text(errors="replace") if path.exists() else ""
 
     def client(self, **kw) -> Client:
+        """A client of this master carrying the admin's session (pass session_token=None for an anonymous one)."""
+        kw.setdefault("session_token", self.admin_token)
         return Client(self.url, **kw)
 
     def cli(self, *args: str, timeout: float = 300, check: bool = False) -> subprocess.CompletedProcess:

@@ -1,17 +1,29 @@
-"""The environment every task container gets, whatever its kind: where the master is, who it is, its slots."""
+"""The environment every task container gets, whatever its kind: where the master is, who it is, its slots.
+
+A task carries two credentials and nothing else of the master's: its allocation's token (trial-side calls)
+and a session of its owner (STALWART_USER_TOKEN, Determined's DET_USER_TOKEN: the SDK inside the task acts with
+the owner's rights), which ends with the allocation. Never the cluster token, never the master's home."""
 
 from __future__ import annotations
 
 import json
 import urllib.parse
 
+from stalwart.master.identity import sessions
+from stalwart.master.queries.rows import Conn
 from stalwart.master.service import Master
 
 
-def base_env(m: Master, alloc, token: str, owner: str, task_id: str, task_type: str, container: dict) -> dict:
+def owner_session(m: Master, conn: Conn, alloc, owner: str) -> str | None:
+    """The owner's session for this allocation's tasks (None when the owner has no active account)."""
+    return sessions.task_session(m, conn, owner, alloc["id"])
+
+
+def base_env(m: Master, alloc, token: str, owner: str, task_id: str, task_type: str, container: dict,
+             user_token: str | None) -> dict:
     """The environment every task container gets: where the master is, who it is, its slots."""
     host, port = _host_port(m.settings.url)
-    return {
+    env = {
         "STALWART_MASTER": m.settings.url,
         "STALWART_ALLOCATION_ID": alloc["id"],
         "STALWART_ALLOCATION_TOKEN": token,
@@ -33,6 +45,9 @@ def base_env(m: Master, alloc, token: str, owner: str, task_id: str, task_type: 
         "DET_SLOT_TYPE": "cpu",
         "DET_RESOURCES_TYPE": "local-process",
     }
+    if user_token is not None:
+        env["STALWART_USER_TOKEN"] = env["DET_USER_TOKEN"] = user_token
+    return env
 
 
 def _host_port(url: str) -> tuple[str, str]:

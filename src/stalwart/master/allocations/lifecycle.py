@@ -10,6 +10,7 @@ from typing import Any
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.states import AllocationState as A, ExitReason
 from stalwart.master.allocations import containers, kinds
+from stalwart.master.identity import sessions
 from stalwart.master.queries import allocations as allocation_rows
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master, now
@@ -112,6 +113,7 @@ def allocation_exited(m: Master, conn: Conn, allocation_id: str, exit_code: int 
         reason = ExitReason.PREEMPTED  # killed at its preemption timeout
     allocation_rows.terminate(conn, allocation_id, exit_code=exit_code, exit_reason=reason.value, ended_at=now())
     containers.release(conn, allocation_id)
+    sessions.end_task_sessions(m, conn, allocation_id)  # the owner session its tasks had ends with it
     m.wake_scheduler()
     kind = kinds.kind_of(alloc)
     if kind is not None:

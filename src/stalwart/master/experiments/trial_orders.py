@@ -6,7 +6,7 @@ import json
 
 from stalwart.config import views
 from stalwart.master.allocations import containers
-from stalwart.master.allocations.env import base_env
+from stalwart.master.allocations.env import base_env, owner_session
 from stalwart.master.experiments import trials
 from stalwart.master.queries import experiments as experiment_rows, trials as trial_rows
 from stalwart.master.service import Master
@@ -27,6 +27,7 @@ def _trial_order(m: Master, conn, alloc, container: dict) -> dict:
     config = exp["config"]
     latest = trials.latest_checkpoint(conn, trial["id"])
     token = m.allocation_token(alloc["id"])
+    user_token = owner_session(m, conn, alloc, exp["owner"])
     steps = int(latest["steps_completed"]) if latest else 0
     info = {
         "master_url": m.settings.url,
@@ -36,6 +37,7 @@ def _trial_order(m: Master, conn, alloc, container: dict) -> dict:
         "task_id": f"trial-{trial['id']}",
         "allocation_id": alloc["id"],
         "session_token": token,
+        "user_token": user_token,
         "task_type": "TRIAL",
         "latest_checkpoint": latest["uuid"] if latest else None,
         "trial": {
@@ -49,7 +51,7 @@ def _trial_order(m: Master, conn, alloc, container: dict) -> dict:
             "target_length": trial["target_length"],
         },
     }
-    env = base_env(m, alloc, token, exp["owner"], f"trial-{trial['id']}", "TRIAL", container)
+    env = base_env(m, alloc, token, exp["owner"], f"trial-{trial['id']}", "TRIAL", container, user_token)
     env.update({
         "STALWART_TRIAL_ID": str(trial["id"]),
         "STALWART_EXPERIMENT_ID": str(exp["id"]),

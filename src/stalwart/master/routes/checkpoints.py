@@ -12,10 +12,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 
+from stalwart.api import permissions as P
 from stalwart.api.errors import NotFoundError
 from stalwart.api.models.checkpoints import DeleteCheckpoints, RegisterCheckpoint
 from stalwart.master import views
 from stalwart.master.experiments import deleting, intake
+from stalwart.master.identity import authz
 from stalwart.master.queries import checkpoints as checkpoint_rows
 from stalwart.master.routes.common import master
 from stalwart.master.routes.contract import route
@@ -35,7 +37,9 @@ async def report(request: Request, payload: RegisterCheckpoint) -> dict[str, Any
 
 @route(router, "DELETE")
 async def delete(request: Request, payload: DeleteCheckpoints) -> dict[str, Any]:
-    """Remove the checkpoints' files from storage and mark them DELETED (all uuids must exist, else nothing)."""
+    """Remove the checkpoints' files from storage and mark them DELETED (all uuids must exist, else nothing).
+    Each must be the caller's (or the caller an admin): otherwise nothing is deleted."""
+    authz.require_checkpoints(master(request), request.state.identity, P.DELETE_CHECKPOINTS, payload.uuids)
     await asyncio.to_thread(deleting.delete_checkpoints, master(request), payload.uuids)
     return {}
 

@@ -38,6 +38,20 @@ async def body(request: Request) -> dict:
     return data
 
 
+def caller(request: Request) -> str:
+    """The name of the user a user route was called by (checked by routes/contract before the handler runs)."""
+    name: str = request.state.identity.username
+    return name
+
+
+def owner_of_new(request: Request, asked: str | None) -> str:
+    """Who owns what this call creates: its caller. A body naming someone else is refused, never ignored."""
+    me = caller(request)
+    if asked is not None and asked != me:
+        raise InvalidRequest(f"owner: {asked!r} is not you ({me}); what you create is yours (leave owner out)")
+    return me
+
+
 def agent_only(request: Request) -> Master:
     m = master(request)
     tokens.require_cluster_token(request, m.cluster_token)

@@ -4,7 +4,8 @@
 and every error answer (documented in OpenAPI, bodies of `ErrorBody`), the content type of non-JSON
 and streaming answers, and the auth kind. The auth kind is enforced here, once, as a dependency:
 cluster routes need the cluster token, allocation routes an allocation token (its id is left in
-`request.state.allocation_id`). User routes are declared as such; the identity issue enforces them.
+`request.state.allocation_id`), user routes a user's session or access token and the permission their entry
+names (`identity.authz.check_route`; the caller's identity is left in `request.state.identity`).
 
 `openapi_document(app)` finishes the generated document: security schemes, each operation's
 `security` and `x-auth-kind`, and the streaming/HTML content types FastAPI cannot infer.
@@ -24,6 +25,7 @@ from stalwart.api.auth_kinds import AuthKind
 from stalwart.api.models.errors import RouteNotFound
 from stalwart.api.routes_table import BY_KEY, HTML, JSON, RouteSpec, lookup
 from stalwart.master.auth import tokens
+from stalwart.master.identity import audit, authz, sessions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -44,7 +46,7 @@ SECURITY_SCHEMES: dict[str, dict[str, Any]] = {
     "allocationToken": {"type": "apiKey", "in": "header", "name": tokens.ALLOCATION_HEADER,
                         "description": "the token of one allocation, given to its trial processes"},
     "userSession": {"type": "http", "scheme": "bearer",
-                    "description": "a user's session or access token (enforced once identity exists)"},
+                    "description": "a user's session or access token (POST /api/v1/auth/login, POST /api/v1/tokens)"},
 }
 SCHEME_OF = {AuthKind.CLUSTER: "clusterToken", AuthKind.ALLOCATION: "allocationToken", AuthKind.USER: "userSession"}
 
@@ -71,16 +73,36 @@ async def require_cluster_or_allocation(request: Request) -> None:
         request.state.allocation_id = None
 
 
+def user_check(spec: RouteSpec) -> Callable[[Request], Awaitable[None]]:
+    """The check of one user route: a live session (401), then the route's permission on its target (403)."""
+    permission = spec.permission
+    if permission is None:
+        raise ValueError(f"{spec.method} {spec.path}: a user route without a permission")
+
+    async def require_user(request: Request) -> None:
+        m = _master_of(request)
+        target = authz.target_of(request.path_params)
+        audit.mark(request, None, target)
+        ident = sessions.authenticate(m, request)
+        request.state.identity = ident
+        audit.mark(request, ident.username, target)
+        authz.check_route(m, ident, permission, request.path_params)
+
+    return require_user
+
+
 def _auth_dependency(spec: RouteSpec) -> Callable[[Request], Awaitable[None]] | None:
     # async: a token check is a few microseconds of CPU; a sync dependency would cost a thread hop per call
     kinds = {spec.auth, *spec.also_auth}
+    if kinds == {AuthKind.USER}:
+        return user_check(spec)
     if kinds == {AuthKind.CLUSTER, AuthKind.ALLOCATION}:
         return require_cluster_or_allocation
     if kinds == {AuthKind.CLUSTER}:
         return require_cluster
     if kinds == {AuthKind.ALLOCATION}:
         return require_allocation
-    if kinds <= {AuthKind.OPEN, AuthKind.USER}:
+    if kinds == {AuthKind.OPEN}:
         return None
     raise ValueError(f"{spec.method} {spec.path}: no check for auth kinds {sorted(k.value for k in kinds)}")
 

@@ -22,7 +22,7 @@ from stalwart.api.states import ExperimentState
 from stalwart.master import offload, views
 from stalwart.master.experiments import continuing, deleting, editing, experiments
 from stalwart.master.queries import checkpoints as checkpoint_rows, experiments as experiment_rows, trials as trial_rows
-from stalwart.master.routes.common import IdPath, Limit, Offset, master
+from stalwart.master.routes.common import IdPath, Limit, Offset, master, owner_of_new
 from stalwart.master.routes.contract import route
 from stalwart.master.scheduling import fit
 from stalwart.master.service import Master
@@ -56,6 +56,7 @@ def _check(m: Master, config: str, context: str) -> tuple[bytes, experiments.New
 async def create(request: Request, payload: CreateExperiment) -> dict:
     """Validate the config and context; unless validate_only, store the experiment and (by default) start it."""
     m = master(request)
+    owner = owner_of_new(request, payload.owner)
     if not payload.config.strip():
         raise InvalidRequest("config: required, the experiment config as YAML text")
     # Off the event loop: decoding a big context, and reading the archive (in a worker process, see offload).
@@ -63,7 +64,7 @@ async def create(request: Request, payload: CreateExperiment) -> dict:
     exp_id, warnings = experiments.create_experiment(
         m, payload.config, archive,
         activate=payload.activate,
-        owner=payload.owner or "determined",
+        owner=owner,
         validate_only=payload.validate_only,
         checked=checked,
     )

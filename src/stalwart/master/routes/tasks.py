@@ -18,7 +18,7 @@ from stalwart.api.models.common import MAX_ID
 from stalwart.api.models.tasks import CreateCommand
 from stalwart.master import offload
 from stalwart.master.queries import allocations as allocation_rows, commands as command_rows, jobs as job_rows
-from stalwart.master.routes.common import AfterId, IdPath, master
+from stalwart.master.routes.common import AfterId, IdPath, master, owner_of_new
 from stalwart.master.routes.contract import route
 from stalwart.master.scheduling import jobs
 from stalwart.master.service import Master
@@ -80,10 +80,11 @@ def _config(given: str | dict[str, Any]) -> dict[str, Any]:
 async def create(request: Request, payload: CreateCommand) -> dict[str, Any]:
     """config: YAML text or a mapping (with `entrypoint`); context: base64 .tgz (optional); owner."""
     m = master(request)
+    owner = owner_of_new(request, payload.owner)
     config = _config(payload.config)
     # Off the event loop: decoding a big context, and reading the archive (in a worker process, see offload).
     archive, checked = await asyncio.to_thread(_check, m, config, payload.context or None)
-    cmd_id = commands.create_command(m, config, archive, payload.owner or "determined", checked=checked)
+    cmd_id = commands.create_command(m, config, archive, owner, checked=checked)
     return {"command": _describe(m, cmd_id)}
 
 

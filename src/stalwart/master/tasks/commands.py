@@ -15,7 +15,7 @@ from stalwart.config._schema import Field, Problems, any_map, check_section, int
 from stalwart.config.sections import slot_count
 from stalwart.context import ArchiveLimits, validate_archive
 from stalwart.master.allocations import lifecycle
-from stalwart.master.allocations.env import base_env
+from stalwart.master.allocations.env import base_env, owner_session
 from stalwart.master.queries import allocations as allocation_rows, commands as command_rows
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.scheduling import jobs
@@ -136,11 +136,12 @@ def start_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any]) ->
     cfg = cmd["config"]
     token = m.allocation_token(alloc["id"])
     task_id = f"command-{cmd['id']}"
-    env = base_env(m, alloc, token, cmd["owner"], task_id, "COMMAND", container)
+    user_token = owner_session(m, conn, alloc, cmd["owner"])
+    env = base_env(m, alloc, token, cmd["owner"], task_id, "COMMAND", container, user_token)
     env.update(views.environment_variables(cfg, "cpu"))
     info = {"master_url": m.settings.url, "cluster_id": m.cluster_id, "agent_id": container["agent_id"],
             "slot_ids": list(container["slot_ids"] or []), "task_id": task_id, "allocation_id": alloc["id"],
-            "session_token": token, "task_type": "COMMAND", "latest_checkpoint": None, "trial": None,
-            "entrypoint": cfg["entrypoint"]}
+            "session_token": token, "user_token": user_token, "task_type": "COMMAND", "latest_checkpoint": None,
+            "trial": None, "entrypoint": cfg["entrypoint"]}
     return {"allocation_id": alloc["id"], "trial_id": None, "slot_ids": list(container["slot_ids"] or []),
             "entrypoint": cfg["entrypoint"], "env": env, "info": info}
