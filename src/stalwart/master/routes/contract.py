@@ -91,11 +91,27 @@ def user_check(spec: RouteSpec) -> Callable[[Request], Awaitable[None]]:
     return require_user
 
 
+def user_or_allocation(spec: RouteSpec) -> Callable[[Request], Awaitable[None]]:
+    """A read a trial makes too (Determined's get_experiment_best_validation): its allocation token, else a user's
+    session with the route's permission."""
+    as_user = user_check(spec)
+
+    async def check(request: Request) -> None:
+        if request.headers.get(tokens.ALLOCATION_HEADER):
+            await require_allocation(request)
+        else:
+            await as_user(request)
+
+    return check
+
+
 def _auth_dependency(spec: RouteSpec) -> Callable[[Request], Awaitable[None]] | None:
     # async: a token check is a few microseconds of CPU; a sync dependency would cost a thread hop per call
     kinds = {spec.auth, *spec.also_auth}
     if kinds == {AuthKind.USER}:
         return user_check(spec)
+    if kinds == {AuthKind.USER, AuthKind.ALLOCATION}:
+        return user_or_allocation(spec)
     if kinds == {AuthKind.CLUSTER, AuthKind.ALLOCATION}:
         return require_cluster_or_allocation
     if kinds == {AuthKind.CLUSTER}:
@@ -190,6 +206,8 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
                 continue
             kinds = (spec.auth, *spec.also_auth)
             op["x-auth-kind"] = [k.value for k in kinds]
+            if spec.permission is not None:
+                op["x-permission"] = spec.permission.name
             op["security"] = [{SCHEME_OF[k]: []} for k in kinds if k in SCHEME_OF]
             # request validation answers 400 with an ErrorBody (app.py), never FastAPI's default 422
             op.get("responses", {}).pop("422", None)
