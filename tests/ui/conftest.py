@@ -1,4 +1,9 @@
-"""Fixtures for the UI tests: a real master (which serves the UI) plus an agent, and one headless Chromium a session."""
+"""Fixtures for the UI tests: a real master (which serves the UI) plus an agent, and one headless Chromium a session.
+
+Pages are signed in the way a person signs in: a real form post of POST /login from the page's browser context,
+which keeps the session cookies it answers with (`sign_in`). `page` is the admin's, on the shared `ui_cluster`;
+`new_page` makes more (another cluster, another user, or nobody).
+"""
 
 from __future__ import annotations
 
@@ -23,8 +28,24 @@ class UICluster(LocalTestCluster):
 
     def start_master(self) -> None:
         super().start_master()
-        self.wait_for(lambda: httpx.get(self.url + "/api/v1/ui/status", timeout=2).json().get("ready"), timeout=60,
+        self.wait_for(lambda: self.api_get("/api/v1/ui/status").json().get("ready"), timeout=60,
                       interval=0.1, what="the master's metrics index to be built")
+
+    def admin_headers(self) -> dict[str, str]:
+        """The admin's session for plain HTTP calls (httpx) of the JSON API."""
+        return {"Authorization": f"Bearer {self.admin_token}"}
+
+    def api_get(self, path: str, **kw) -> httpx.Response:
+        """GET a JSON API path as the admin."""
+        return httpx.get(self.url + path, headers=self.admin_headers(), timeout=kw.pop("timeout", 10), **kw)
+
+
+def sign_in(context, cluster: LocalTestCluster, username: str = "admin", password: str = "") -> None:
+    """Sign a browser context in through the login form's real POST; the context keeps the session cookies.
+    (The cookies of 127.0.0.1 are shared by every port: a context is signed in to one cluster at a time.)"""
+    res = context.request.post(cluster.url + "/login", form={"username": username, "password": password, "next": "/"},
+                               max_redirects=0)
+    assert res.status == 303, f"signing in as {username} failed: HTTP {res.status} {res.text()[:500]}"
 
 
 def screenshot_dir(tmp_path_factory) -> pathlib.Path:
@@ -88,13 +109,29 @@ def browser():
 
 
 @pytest.fixture
-def page(browser):
-    """A fresh page (1400x900); any uncaught JavaScript error fails the test."""
-    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
-    pg = ctx.new_page()
-    pg.set_default_timeout(15_000)
+def new_page(browser):
+    """Make a fresh page (1400x900, its own browser context) signed in to `cluster` as `username`, or as nobody
+    (username None); any uncaught JavaScript error on any of them fails the test."""
+    contexts = []
     errors: list[str] = []
-    pg.on("pageerror", lambda err: errors.append(str(err)))
-    yield pg
-    ctx.close()
+
+    def make(cluster: LocalTestCluster | None = None, username: str | None = "admin", password: str = ""):
+        ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+        contexts.append(ctx)
+        if cluster is not None and username is not None:
+            sign_in(ctx, cluster, username, password)
+        pg = ctx.new_page()
+        pg.set_default_timeout(15_000)
+        pg.on("pageerror", lambda err: errors.append(str(err)))
+        return pg
+
+    yield make
+    for ctx in contexts:
+        ctx.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+@pytest.fixture
+def page(new_page, ui_cluster):
+    """A fresh page signed in to the shared cluster as the admin."""
+    return new_page(ui_cluster)

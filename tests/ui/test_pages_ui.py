@@ -130,7 +130,7 @@ def test_jobs_and_tasks_pages_show_their_api_or_say_it_is_missing(ui_cluster, pa
     """Each page renders its API's answer, or says plainly that the master has no such API (404)."""
     for path, box, table, missing in [("/jobs", "#jobs", "#jobs-table", "The job queue is not available"),
                                        ("/tasks", "#tasks", "#tasks-table", "Commands and tasks are not available")]:
-        api = httpx.get(ui_cluster.url + "/api/v1" + path)
+        api = ui_cluster.api_get("/api/v1" + path)
         page.goto(ui_cluster.url + path)
         if api.status_code == 404:
             page.wait_for_selector(f"{box}[data-state=unavailable]")
@@ -162,13 +162,14 @@ def queue_cluster(tmp_path_factory):
 
 @pytest.mark.skipif(not _master_has_job_api(), reason="the master answers 404 on GET /api/v1/jobs: the job-queue "
                     "API (branch sched) is not merged yet; this test runs as soon as it is")
-def test_job_queue_priority_and_position(queue_cluster, page, shots, tmp_path):
+def test_job_queue_priority_and_position(queue_cluster, new_page, shots, tmp_path):
     """Three queued experiments: bad priorities refused with a message, a priority set, a job moved, as the API says."""
     c = queue_cluster
+    page = new_page(c)
     exp_ids = [_create(c, tmp_path, activate=True, name=f"queued-{i}")["id"] for i in range(3)]
 
     def api_jobs() -> list[dict]:
-        jobs = httpx.get(c.url + "/api/v1/jobs").json()["jobs"]
+        jobs = c.api_get("/api/v1/jobs").json()["jobs"]
         return [j for j in jobs if j["type"] == "EXPERIMENT" and j["entity_id"] in exp_ids]
 
     def order() -> list[str]:

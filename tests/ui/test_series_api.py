@@ -33,6 +33,8 @@ def client(request, tmp_path):
     # the metrics index is built by hand in the tests that need it (the pages have fallbacks until it is ready)
     app = create_app(MasterSettings(db_url=db_url, home=tmp_path, ui_metrics_index=False))
     with TestClient(app) as c:
+        token = c.post("/api/v1/auth/login", json={"username": "admin", "password": ""}).json()["token"]
+        c.headers["Authorization"] = f"Bearer {token}"
         yield c, app
 
 

@@ -16,6 +16,8 @@ class UiExperiment(Experiment):
     duration_s: float | None = None
     best: JsonObject | None = None
     searcher_progress: float | None = None
+    can_edit: bool | None = Field(default=None, description="whether the caller may pause, kill or archive it "
+                                                            "(edit_experiments: its owner and admins)")
 
 
 class ExperimentsPage(Response):

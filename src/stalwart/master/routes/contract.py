@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from stalwart.api.auth_kinds import AuthKind
 from stalwart.api.models.errors import RouteNotFound
+from stalwart.api.permissions import Rule
 from stalwart.api.routes_table import BY_KEY, HTML, JSON, RouteSpec, lookup
 from stalwart.master.auth import tokens
 from stalwart.master.identity import audit, authz, sessions
@@ -78,6 +79,10 @@ def user_check(spec: RouteSpec) -> Callable[[Request], Awaitable[None]]:
     permission = spec.permission
     if permission is None:
         raise ValueError(f"{spec.method} {spec.path}: a user route without a permission")
+    if (permission.basic is Rule.OWNER and not authz.owner_key_in(spec.path)
+            and spec.key not in authz.CHECKED_BY_HANDLER):
+        raise ValueError(f"{spec.method} {spec.path}: {permission.name} is granted to owners, but the path names no "
+                         "object whose owner the check can find (add it to identity.authz)")
 
     async def require_user(request: Request) -> None:
         m = _master_of(request)

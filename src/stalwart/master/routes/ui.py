@@ -1,4 +1,9 @@
-"""The web UI's routes: HTML pages, their JSON page models (ETag'd), live updates over SSE, static assets."""
+"""The web UI's routes: HTML pages, their JSON page models (ETag'd), live updates over SSE, static assets, and the
+audit-log page for admins.
+
+Page models say, per experiment, whether the caller may change it (`can_edit`: `identity.authz.allowed` with
+`edit_experiments`), so the pages can disable what the master would refuse anyway.
+"""
 
 from __future__ import annotations
 
@@ -12,13 +17,18 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import RedirectResponse, Response, StreamingResponse
 
+from stalwart.api import permissions as P
 from stalwart.api.errors import InvalidRequest, NotFoundError, StalwartError
 from stalwart.api.models.common import MAX_ID
+from stalwart.master.identity import authz
+from stalwart.master.identity.sessions import Identity
+from stalwart.master.queries import users as user_queries
 from stalwart.master.routes.common import IdPath, master
 from stalwart.master.routes.contract import route
 from stalwart.master.service import Master
-from stalwart.master.ui import models, pages, trial_models
+from stalwart.master.ui import audit_view, models, pages, trial_models
 from stalwart.master.ui.metrics_index import MetricsIndex
+from stalwart.master.ui.viewer import viewer_of
 
 router = APIRouter(tags=["ui"])
 
@@ -55,16 +65,24 @@ def _given(**values: Any) -> dict[str, Any]:
 def _builder(request: Request, page: Page, ident: int | None, params: dict[str, Any]) -> ModelBuilder:
     """A function that builds the current model of `page` (checked now, so errors come before streaming)."""
     m: Master = master(request)
+    caller: Identity = request.state.identity
     if page == "experiments":
-        return lambda: models.experiments_page(m, _idx(request), **params)
+        return lambda: _with_can_edit(caller, models.experiments_page(m, _idx(request), **params))
     if page == "cluster":
         return lambda: trial_models.cluster_page(m)
     if ident is None:
         raise InvalidRequest(f"id: required for page={page}")
     if page == "experiment":
         exp_params = {k: v for k, v in params.items() if k in EXP_PARAMS}
-        return lambda: models.experiment_page(m, _idx(request), ident, **exp_params)
+        return lambda: _with_can_edit(caller, models.experiment_page(m, _idx(request), ident, **exp_params))
     return lambda: trial_models.trial_page(m, _idx(request), ident)
+
+
+def _with_can_edit(caller: Identity, model: dict[str, Any]) -> dict[str, Any]:
+    """Mark each experiment of a page model with whether `caller` may pause, kill or archive it."""
+    for exp in [*model.get("experiments", ()), *([model["experiment"]] if "experiment" in model else [])]:
+        exp["can_edit"] = authz.allowed(caller, P.EDIT_EXPERIMENTS, exp.get("owner"))
+    return model
 
 
 def _json(request: Request, data: dict[str, Any]) -> Response:
@@ -114,7 +132,7 @@ def _page(request: Request, template: str, title: str, page: str, ident: str | N
         elif page == "trial" and ident is not None:
             model = _builder(request, "trial", _page_id(ident, page), {})()
     except StalwartError as err:
-        return pages.error_page(err.http_status, err.message, err.details)
+        return pages.error_page(err.http_status, err.message, err.details, viewer=viewer_of(request))
     preload: list[str] = []
     if page == "experiment":
         title = f"{model['experiment']['name']} · experiment {ident}"
@@ -123,7 +141,7 @@ def _page(request: Request, template: str, title: str, page: str, ident: str | N
         title = f"Trial {ident} · {model['experiment']['name']}"
         preload = [u for u in model["series_urls"].values() if u]
     return pages.render(template, title=title, page=page, model=model, ident=ident,
-                        entry=template.replace(".html", ".js"), preload=preload)
+                        entry=template.replace(".html", ".js"), preload=preload, viewer=viewer_of(request))
 
 
 @route(router, "GET", "/")
@@ -139,6 +157,21 @@ async def experiments_list(request: Request) -> Response:
 @route(router, "GET", "/experiments/{exp_id}")
 async def experiment(request: Request, exp_id: HtmlId) -> Response:
     return _page(request, "experiment.html", "Experiment", "experiment", exp_id)
+
+
+@route(router, "GET", "/audit")
+async def audit_page(request: Request) -> Response:
+    """The audit log for admins, newest first; `?user=` only one user's calls, `?limit=` how many (default 200)."""
+    query = request.query_params
+    user = (query.get("user") or "").strip() or None
+    try:
+        limit = audit_view.page_limit(query.get("limit"))
+    except InvalidRequest as err:
+        return pages.error_page(400, err.message, viewer=viewer_of(request))
+    with master(request).db.begin() as conn:
+        rows = user_queries.audit_entries(conn, username=user, limit=limit)
+    return pages.render("audit.html", title="Audit log", page="audit", entries=audit_view.rows(rows), user=user or "",
+                        limit=limit, viewer=viewer_of(request))
 
 
 @route(router, "GET", "/experiments/{exp_id}/trials/{trial_id}")

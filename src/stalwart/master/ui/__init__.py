@@ -1,4 +1,7 @@
-"""The web UI (docs/ui.md): `install(app)` adds the pages, their JSON and live streams, the series API and HTML 404s.
+"""The web UI (docs/ui.md): `install(app)` adds the pages, their JSON and live streams, the series API, signing in
+and out (routes/login.py), and HTML answers for pages' errors: a page asked for without a session redirects to
+the login page, any other error of a page (403 naming the permission, 404) is an HTML page; the JSON API keeps
+its ErrorBody answers (401 stays 401).
 
 `create_app` calls `install` when it builds the master and `start` from its lifespan, which builds the
 metrics index in a background thread (unless `MasterSettings.ui_metrics_index` is off).
@@ -9,9 +12,10 @@ from __future__ import annotations
 from fastapi import FastAPI, Request, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from stalwart.master.errors import http_error
-from stalwart.master.routes import series as series_routes, ui as ui_routes
-from stalwart.master.ui import pages
+from stalwart.api.errors import AuthError, StalwartError
+from stalwart.master.errors import http_error, stalwart_error
+from stalwart.master.routes import login as login_routes, series as series_routes, ui as ui_routes
+from stalwart.master.ui import pages, viewer
 from stalwart.master.ui.metrics_index import MetricsIndex
 
 
@@ -23,11 +27,20 @@ def install(app: FastAPI) -> FastAPI:
     app.state.metrics_index = MetricsIndex(app.state.master.db)
     app.include_router(series_routes.router)
     app.include_router(ui_routes.router)
+    app.include_router(login_routes.router)
+
+    @app.exception_handler(StalwartError)
+    async def page_errors(request: Request, exc: StalwartError) -> Response:
+        if not pages.is_html_route(request):
+            return await stalwart_error(request, exc)
+        if isinstance(exc, AuthError):
+            return login_routes.login_redirect(request)
+        return pages.error_page(exc.http_status, exc.message, exc.details, viewer=viewer.viewer_of(request))
 
     @app.exception_handler(StarletteHTTPException)
     async def html_not_found(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 404 and pages.wants_html(request):
-            return pages.error_page(404, f"There is no page at {request.url.path}.")
+            return pages.error_page(404, f"There is no page at {request.url.path}.", viewer=viewer.viewer_of(request))
         return await http_error(request, exc)
 
     return app

@@ -15,6 +15,8 @@ from fastapi.responses import FileResponse, HTMLResponse, Response
 
 import stalwart
 from stalwart.api.errors import NotFoundError
+from stalwart.api.routes_table import BY_KEY, HTML
+from stalwart.master.ui.viewer import Viewer
 
 HERE = pathlib.Path(__file__).parent
 STATIC = HERE / "static"
@@ -71,24 +73,35 @@ def json_for_html(data: object) -> str:
 
 
 def render(template: str, *, title: str, page: str, model: object = None, status: int = 200, entry: str | None = None,
-           preload: Sequence[str] = (), **ctx: object) -> HTMLResponse:
-    """Render a page; `entry` is its JS module (all its imports are preloaded), `preload` URLs it will fetch."""
+           preload: Sequence[str] = (), viewer: Viewer | None = None, **ctx: object) -> HTMLResponse:
+    """Render a page; `entry` is its JS module (all its imports are preloaded), `preload` URLs it will fetch;
+    `viewer` is the signed-in user the header names (None: nobody, the header has no user and no logout)."""
     html = _env.get_template(template).render(
         title=title, page=page, static=f"/ui/static/{VERSION}", version=stalwart.__version__,
         model_json=json_for_html(model) if model is not None else None,
-        modules=module_closure(entry) if entry else [], preload=list(preload), **ctx)
+        modules=module_closure(entry) if entry else [], preload=list(preload), viewer=viewer, **ctx)
     return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
 
-def error_page(status: int, message: str, details: list[str] | None = None) -> HTMLResponse:
-    titles = {400: "Bad request", 404: "Not found", 409: "Conflict", 500: "Something went wrong"}
+def error_page(status: int, message: str, details: list[str] | None = None, viewer: Viewer | None = None
+               ) -> HTMLResponse:
+    titles = {400: "Bad request", 401: "Not signed in", 403: "Permission denied", 404: "Not found",
+              409: "Conflict", 500: "Something went wrong"}
     return render("error.html", title=titles.get(status, f"Error {status}"), page="error", status=status,
-                  message=message, details=details or [], code=status)
+                  message=message, details=details or [], code=status, viewer=viewer)
 
 
 def wants_html(request: Request) -> bool:
     path = request.url.path
     return not path.startswith("/api/") and "text/html" in request.headers.get("accept", "")
+
+
+def is_html_route(request: Request) -> bool:
+    """Does the route that matched this request answer HTML (a page), as its route-table entry says?"""
+    path = getattr(request.scope.get("route"), "path", None)
+    method = "GET" if request.method == "HEAD" else request.method
+    spec = BY_KEY.get((method, path)) if path else None
+    return spec is not None and spec.content_type == HTML
 
 
 def static_file(path: str) -> Response:

@@ -8,12 +8,35 @@ export class ApiError extends Error {
   }
 }
 
+const SAFE = new Set(["GET", "HEAD", "OPTIONS"]);
+
+// The session's CSRF token (the master sets it beside the HttpOnly session cookie at sign-in).
+export function csrfToken() {
+  for (const part of document.cookie.split(";")) {
+    const [name, ...rest] = part.trim().split("=");
+    if (name === "stalwart_csrf") return decodeURIComponent(rest.join("="));
+  }
+  return "";
+}
+
+// Headers of a call: calls that change something carry X-CSRF-Token, or the master refuses them (403).
+export function headersFor(method, extra = {}) {
+  const headers = { Accept: "application/json", ...extra };
+  if (!SAFE.has(method.toUpperCase())) headers["X-CSRF-Token"] = csrfToken();
+  return headers;
+}
+
+// The session ended (logged out elsewhere, expired, user deactivated): to the login page, back here afterwards.
+export function toLogin() {
+  location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
+}
+
 export async function request(method, url, body, { signal } = {}) {
   let res;
   try {
     res = await fetch(url, {
       method,
-      headers: body === undefined ? { Accept: "application/json" } : { "Content-Type": "application/json", Accept: "application/json" },
+      headers: headersFor(method, body === undefined ? {} : { "Content-Type": "application/json" }),
       body: body === undefined ? undefined : JSON.stringify(body),
       signal,
     });
@@ -24,6 +47,7 @@ export async function request(method, url, body, { signal } = {}) {
   const text = await res.text();
   let data = null;
   try { data = text ? JSON.parse(text) : {}; } catch { data = null; }
+  if (res.status === 401) toLogin();
   if (!res.ok) throw failure(res.status, data);
   return data;
 }
@@ -39,6 +63,7 @@ function failure(status, data) {
 export async function getF32Series(url) {
   let res;
   try { res = await fetch(url); } catch (err) { throw new ApiError(0, `cannot reach the master (${err.message})`); }
+  if (res.status === 401) toLogin();
   if (!res.ok) {
     let data = null;
     try { data = await res.json(); } catch { data = null; }

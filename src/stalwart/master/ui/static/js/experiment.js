@@ -43,10 +43,15 @@ function renderHead() {
   $("#facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { dataset: { fact: k } }, v)]));
   const st = e.state;
   const enable = { pause: st === "ACTIVE", activate: st === "PAUSED", kill: !TERMINAL.has(st), archive: TERMINAL.has(st) };
+  const readOnly = e.can_edit === false;  // the master would refuse: edit_experiments is the owner's and admins'
   for (const b of document.querySelectorAll("#actions button")) {
-    b.disabled = !enable[b.dataset.action];
+    b.disabled = readOnly || !enable[b.dataset.action];
+    b.title = readOnly ? `Only ${e.owner} (the owner) or an admin may do this (edit_experiments)` : "";
     if (b.dataset.action === "archive") b.textContent = e.archived ? "Unarchive" : "Archive";
   }
+  const note = $("#actions-note");
+  note.hidden = !readOnly;
+  note.textContent = readOnly ? `Read only: this experiment belongs to ${e.owner}; only its owner or an admin may change it (edit_experiments).` : "";
 }
 
 async function act(action) {
