@@ -1,4 +1,4 @@
-"""Click plumbing shared by every command: aliases, the --master option, and one-line errors."""
+"""Click plumbing shared by every command: aliases, the client of the -m master as the -u user, --json/--csv."""
 
 from __future__ import annotations
 
@@ -30,12 +30,24 @@ class AliasedGroup(click.Group):
 
 
 def client_of(ctx: click.Context) -> Client:
+    """The command's client: the root's -m master, as the root's -u user (else the session `credentials` picks)."""
     root = ctx.find_root()
     obj = root.obj or {}
     if "client" not in obj:
-        obj["client"] = target.client(obj.get("master"))
+        obj["client"] = target.client(obj.get("master"), obj.get("user"))
         root.obj = obj
     return obj["client"]
+
+
+def master_url_of(ctx: click.Context) -> str:
+    """The -m master's URL, without logging in (for the commands that log in or out themselves)."""
+    return target.master_url((ctx.find_root().obj or {}).get("master"))
+
+
+def user_flag_of(ctx: click.Context) -> str | None:
+    """The root's -u user, if one was given."""
+    user = (ctx.find_root().obj or {}).get("user")
+    return user if isinstance(user, str) else None
 
 
 def format_options(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -10,6 +10,7 @@ from rich.text import Text
 import stalwart
 from stalwart.api.errors import StalwartError
 from stalwart.cli import experiment_continue, experiment_edit, experiment_files
+from stalwart.cli.audit import audit
 from stalwart.cli.base import AliasedGroup
 from stalwart.cli.checkpoint import checkpoint
 from stalwart.cli.cluster import agent, down, master, slot, up
@@ -17,7 +18,9 @@ from stalwart.cli.command import command
 from stalwart.cli.experiment import experiment, preview_search
 from stalwart.cli.jobs import job
 from stalwart.cli.output import err_console
+from stalwart.cli.token import token
 from stalwart.cli.trial import trial
+from stalwart.cli.user import user
 
 EXIT_CODES = ("Exit codes: 0 done; 1 failed (an experiment that did not complete, an internal error of the master); "
               "2 bad input (a bad id, option, override or config); 3 not found; 4 wrong state "
@@ -27,18 +30,23 @@ EXIT_CODES = ("Exit codes: 0 done; 1 failed (an experiment that did not complete
 
 @click.group(cls=AliasedGroup, epilog=EXIT_CODES,
              aliases={"e": "experiment", "t": "trial", "c": "checkpoint", "a": "agent", "j": "job",
-                      "cmd": "command", "s": "slot"},
+                      "cmd": "command", "s": "slot", "u": "user", "tkn": "token"},
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-m", "--master", "master_url", default=None,
               help="Master address (else $STALWART_MASTER, $DET_MASTER, or the local cluster).")
+@click.option("-u", "--user", "user_name", default=None, metavar="NAME",
+              help="Act as this user: its kept session, else a login asking for its password (else $STALWART_USER "
+                   "or $DET_USER with a password in the environment, a token in $STALWART_USER_TOKEN, or the user "
+                   "of `stalwart user login`).")
 @click.version_option(stalwart.__version__, "-v", "--version", prog_name="stalwart")
 @click.pass_context
-def cli(ctx, master_url) -> None:
+def cli(ctx, master_url, user_name) -> None:
     """Stalwart: train models on your cluster; runs Determined experiments unchanged."""
-    ctx.obj = {"master": master_url}
+    ctx.obj = {"master": master_url, "user": user_name}
 
 
-for group in (up, down, master, agent, slot, experiment, trial, checkpoint, preview_search, job, command):
+for group in (up, down, master, agent, slot, experiment, trial, checkpoint, preview_search, job, command, user, token,
+              audit):
     cli.add_command(group)
 for verb in (experiment_edit.delete, experiment_edit.set_, experiment_edit.label, experiment_continue.continue_,
              experiment_continue.fork, experiment_files.logs, experiment_files.config, experiment_files.download,

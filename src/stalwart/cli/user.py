@@ -1,0 +1,173 @@
+"""`stalwart user|u ...`: accounts (create, list, edit, activate, deactivate, change-password) and this CLI's own
+session with a master (login, logout, whoami), kept per master in the auth file ($STALWART_HOME/auth.json)."""
+
+from __future__ import annotations
+
+import click
+
+from stalwart.api.errors import InvalidRequest, StalwartError
+from stalwart.api.models.users import User, UserList
+from stalwart.cli import output, prompts
+from stalwart.cli.base import AliasedGroup, client_of, format_options, master_url_of, user_flag_of
+from stalwart.client import Client, credentials
+from stalwart.client.auth_file import AuthFile
+
+_ASK = "\0ask"
+"""The value of a bare `--password`: ask for it (twice, hidden)."""
+
+
+@click.group("user", cls=AliasedGroup, aliases={"ls": "list", "passwd": "change-password"})
+def user() -> None:
+    """Users and your session: login, logout, whoami, create, list, edit, (de)activate, change-password."""
+
+
+def describe(u: User) -> str:
+    """One user in words: 'alice (admin, active, display name "Alice")'."""
+    traits = ["admin" if u.admin else "not an admin", "active" if u.active else "inactive"]
+    if u.displayName:
+        traits.append(f'display name "{u.displayName}"')
+    if not u.hasPassword:
+        traits.append("empty password")
+    return f"{u.username} ({', '.join(traits)})"
+
+
+# -- this CLI's session ------------------------------------------------------------------------
+@user.command("login")
+@click.argument("username", required=False)
+@click.pass_context
+def login(ctx, username: str | None) -> None:
+    """Log in as USERNAME (else the -u user, else asked) and make it this master's active user.
+
+    The password is asked for (hidden at a terminal; a script gives it as a line of standard input). The session
+    is kept in the auth file, so later commands need no password until it expires (7 days) or is ended.
+    """
+    url = master_url_of(ctx)
+    name = username or user_flag_of(ctx) or prompts.answer("Username")
+    password = prompts.secret(f"Password for user '{name}'")
+    credentials.log_in(url, name, password)
+    output.console.print(f"Logged in as {name} at {url}.")
+
+
+@user.command("logout")
+@click.pass_context
+def logout(ctx) -> None:
+    """End the session of this master's active user (or the -u user) and forget it."""
+    url = master_url_of(ctx)
+    store = AuthFile()
+    name = user_flag_of(ctx) or store.active_user(url)
+    token = store.token(url, name) if name else None
+    if name is None or token is None:
+        output.console.print(f"No session kept for {name or 'any user'} at {url}: nothing to log out.")
+        return
+    try:
+        with Client(url, session_token=token, timeout=10) as c:
+            c.logout()
+    except StalwartError:  # an expired or revoked session, an unreachable master: forgetting it is what matters
+        pass
+    store.forget(url, name)
+    output.console.print(f"Logged out {name} at {url}.")
+
+
+@user.command("whoami")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.pass_context
+def whoami(ctx, as_json: bool) -> None:
+    """Which user this CLI acts as with the master."""
+    client = client_of(ctx)
+    me = client.me()
+    if as_json:
+        output.print_json(me)
+        return
+    output.console.print(f"You are logged in as user '{me.username}'{' (an admin)' if me.admin else ''} "
+                         f"at {client.url}.")
+
+
+# -- accounts ---------------------------------------------------------------------------------
+@user.command("create")
+@click.argument("username")
+@click.option("--admin", is_flag=True, help="Make the user an admin.")
+@click.option("--password", is_flag=False, flag_value=_ASK, default=None, metavar="[PASSWORD]",
+              help="Its password; given bare (NAME --password), it is asked for twice, hidden (a password on the "
+                   "command line stays in your shell's history). Without it the password is empty.")
+@click.option("--display-name", default=None, help="The name the web UI shows.")
+@click.pass_context
+def create(ctx, username: str, admin: bool, password: str | None, display_name: str | None) -> None:
+    """Create user USERNAME (admins only)."""
+    client = client_of(ctx)
+    if password == _ASK:
+        password = prompts.new_secret(f"Password for new user '{username}'")
+    made = client.create_user(username, password=password, admin=admin, display_name=display_name)
+    output.console.print(f"Created user {describe(made)}.")
+    if not made.hasPassword:
+        output.warn(f"{username} has an empty password: anyone who reaches the master can log in as {username}, "
+                    f"and a master listening beyond 127.0.0.1 refuses to start. Set one with "
+                    f"`stalwart user change-password {username}`.")
+
+
+@user.command("list")
+@click.option("-a", "--all", "show_all", is_flag=True, help="Inactive users too.")
+@format_options
+@click.pass_context
+def list_users(ctx, show_all: bool, fmt: output.Format) -> None:
+    """List the active users (with --all, every user)."""
+    everyone = client_of(ctx).list_users()
+    shown = everyone if show_all else [u for u in everyone if u.active]
+    output.emit(fmt, ["Username", "Display name", "Admin", "Active", "Password", "Last login"],
+                [(u.username, u.displayName, "yes" if u.admin else "no", "yes" if u.active else "no",
+                  "set" if u.hasPassword else "empty", output.when(u.lastAuthAt)) for u in shown],
+                json_data=UserList(users=shown))
+    hidden = len(everyone) - len(shown)
+    if hidden and fmt is output.Format.TABLE:
+        output.info(f"{hidden} inactive user(s) not shown: --all lists them.")
+
+
+@user.command("edit")
+@click.argument("username")
+@click.option("--activate/--deactivate", "active", default=None,
+              help="Let the user log in, or end its sessions and tokens at once and refuse it (admins only).")
+@click.option("--admin/--no-admin", "admin", default=None, help="Make or unmake an admin (admins only).")
+@click.option("--display-name", default=None, help="The name the web UI shows (your own, or anyone's for admins).")
+@click.pass_context
+def edit(ctx, username: str, active: bool | None, admin: bool | None, display_name: str | None) -> None:
+    """Change a user: active or not, admin or not, display name."""
+    if active is None and admin is None and display_name is None:
+        raise InvalidRequest("nothing to change: give --activate/--deactivate, --admin/--no-admin or --display-name")
+    changed = client_of(ctx).edit_user(username, active=active, admin=admin, display_name=display_name)
+    output.console.print(f"User {describe(changed)}.")
+
+
+def _set_active(ctx: click.Context, usernames: tuple[str, ...], active: bool) -> None:
+    client = client_of(ctx)
+    for name in usernames:
+        changed = client.edit_user(name, active=active)
+        output.console.print(f"User {describe(changed)}.")
+
+
+@user.command("activate")
+@click.argument("usernames", nargs=-1, required=True)
+@click.pass_context
+def activate(ctx, usernames: tuple[str, ...]) -> None:
+    """Activate users (admins only): they can log in again (Determined's older form of `edit --activate`)."""
+    _set_active(ctx, usernames, True)
+
+
+@user.command("deactivate")
+@click.argument("usernames", nargs=-1, required=True)
+@click.pass_context
+def deactivate(ctx, usernames: tuple[str, ...]) -> None:
+    """Deactivate users (admins only): their sessions and tokens end at once and they cannot log in."""
+    _set_active(ctx, usernames, False)
+
+
+@user.command("change-password")
+@click.argument("username", required=False)
+@click.pass_context
+def change_password(ctx, username: str | None) -> None:
+    """Set your password (asks the current one first), or USERNAME's (admins). Sessions and tokens stay."""
+    client = client_of(ctx)
+    me = client.me().username
+    name = username or me
+    current = prompts.secret("Current password") if name == me else None
+    new = prompts.new_secret(f"New password for user '{name}'")
+    client.set_password(name, new, old_password=current)
+    output.console.print(f"Changed the password of {name}.")
