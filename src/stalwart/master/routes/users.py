@@ -78,6 +78,7 @@ async def list_users(request: Request) -> dict:
 
 @route(router, "POST", "/users")
 async def create_user(request: Request, payload: CreateUser) -> dict:
+    audit.mark(request, identity(request).username, f"user {payload.username}")
     user = await accounts.create_user(master(request), username=payload.username, display_name=payload.displayName,
                                       admin=payload.admin, active=payload.active, password=payload.password,
                                       is_hashed=payload.isHashed)
@@ -122,6 +123,7 @@ async def create_token(request: Request, payload: CreateToken) -> dict:
     """A long-lived access token for automation; its secret is in this answer only."""
     m, ident = master(request), identity(request)
     username = payload.username or ident.username
+    audit.mark(request, ident.username, f"user {username}")
     if username != ident.username:
         authz.require(ident, P.MANAGE_ALL_TOKENS)
     lifespan = float(payload.lifespan) if payload.lifespan else sessions.TOKEN_LIFESPAN_S
