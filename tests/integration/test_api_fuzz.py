@@ -3,10 +3,10 @@
 The master ran one tiny trial (so real ids and a real allocation exist), then its agent was killed, so that
 commands and experiments the fuzzer creates stay queued and nothing it generates is ever executed. Each
 operation is called with the credentials its `x-auth-kind` names (the cluster token, the trial allocation's
-token, none for user routes), first with the real ids in its path and generated query and body values, then
-with everything generated, valid and invalid. Hypothesis runs derandomized with a bounded number of examples
-per operation. Long polls and log follows are bounded so that no call hangs; the server-sent events stream
-never ends, so it is left out.
+token; for user routes a fresh session of the bootstrap admin, which is never answered 401), first with the
+real ids in its path and generated query and body values, then with everything generated, valid and invalid.
+Hypothesis runs derandomized with a bounded number of examples per operation. Long polls and log follows are
+bounded so that no call hangs; the server-sent events stream never ends, so it is left out.
 
 One test checks every operation and reports all those that failed, each with its first failure.
 """
@@ -34,6 +34,7 @@ from schemathesis.checks import (
 )
 from schemathesis.core.result import Err
 
+from helpers_auth import as_admin, bearer, log_in
 from stalwart.context import pack_context
 from stalwart.master.auth import tokens
 from stalwart.testing import LocalTestCluster
@@ -59,6 +60,8 @@ LEFT_OUT = {("GET", "/api/v1/ui/events"): "a server-sent events stream: it stays
 BOUNDED_QUERY = {"timeout": 0.2, "timeout_seconds": 0.2}
 """Long-poll waits, capped so a call answers at once."""
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+ENDS_ITS_SESSION = {("POST", "/api/v1/auth/logout"), ("POST", "/logout")}
+"""Operations after whose first call the session they came with is over (their later calls may be a 401)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,7 @@ def real_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealMaster
     """A master whose one trial ran to the end, whose agent is gone, and one queued experiment (a job)."""
     home = tmp_path_factory.mktemp("fuzz")
     with LocalTestCluster(home / "home") as c, httpx.Client(base_url=c.url, timeout=60) as http:
+        as_admin(http)
         config = CONFIG.replace("LEDGER_PATH", str(home / "ledger"))
         context = base64.b64encode(pack_context(FAULTS).data).decode()
 
@@ -97,13 +101,15 @@ def real_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealMaster
         c.kill_agent(0)
         create()  # stays queued: the job queue has an entry
         job_id = http.get("/api/v1/jobs").json()["jobs"][0]["job_id"]
+        token_id = http.post("/api/v1/tokens", json={"description": "fuzzed"}).json()["tokenInfo"]["id"]
         yield RealMaster(
             url=c.url,
             cluster_token=c.cluster_token(),
             allocation_token=tokens.allocation_token(_master_secret(home / "home" / "master.db"), allocation_id),
             path_values={"exp_id": exp_id, "trial_id": trial["id"], "allocation_id": allocation_id,
                          "uuid": detail["latest_checkpoint"]["uuid"], "agent_id": "agent-0", "job_id": job_id,
-                         "task_id": f"trial-{trial['id']}", "action": "archive"},
+                         "task_id": f"trial-{trial['id']}", "action": "archive", "username": "determined",
+                         "token_id": token_id},
         )
 
 
@@ -112,6 +118,9 @@ def _credentials(master: RealMaster, auth_kinds: list[str]) -> dict[str, str]:
         return {"authorization": f"Bearer {master.cluster_token}"}
     if "allocation" in auth_kinds:
         return {tokens.ALLOCATION_HEADER: master.allocation_token}
+    if "user" in auth_kinds:  # a session of its own per operation: a logout fuzzed ends only that one
+        with httpx.Client(base_url=master.url, timeout=60) as http:
+            return bearer(log_in(http))
     return {}
 
 
@@ -126,6 +135,13 @@ def _bounded(case: schemathesis.Case) -> None:
         value = query.get(name)
         if isinstance(value, int | float) and not isinstance(value, bool) and value > cap:
             query[name] = cap
+
+
+def _with_credentials(case: schemathesis.Case, credentials: dict[str, str]) -> None:
+    """Send the real credentials: schemathesis makes up a value for each security scheme's header (an empty or
+    random bearer token), which would otherwise replace them."""
+    headers = {k: v for k, v in (case.headers or {}).items() if k.lower() not in {c.lower() for c in credentials}}
+    case.headers = {**headers, **credentials}
 
 
 def _strategies(operation: schemathesis.APIOperation, known: dict[str, str | int]) -> list[tuple[str, Any, int]]:
@@ -146,6 +162,7 @@ def _strategies(operation: schemathesis.APIOperation, known: dict[str, str | int
 def _check_operation(master: RealMaster, operation: schemathesis.APIOperation) -> None:
     auth_kinds = operation.definition.raw.get("x-auth-kind", [])
     headers = _credentials(master, auth_kinds)
+    needs_session = auth_kinds == ["user"] and (operation.method.upper(), operation.path) not in ENDS_ITS_SESSION
     for _what, strategy, examples in _strategies(operation, master.path_values):
 
         @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
@@ -154,7 +171,9 @@ def _check_operation(master: RealMaster, operation: schemathesis.APIOperation) -
         @given(case=strategy)
         def call(case: schemathesis.Case) -> None:
             _bounded(case)
-            case.call_and_validate(base_url=master.url, headers=headers, checks=CHECKS, timeout=CALL_TIMEOUT_S)
+            _with_credentials(case, headers)
+            reply = case.call_and_validate(base_url=master.url, headers=headers, checks=CHECKS, timeout=CALL_TIMEOUT_S)
+            assert not (needs_session and reply.status_code == 401), f"the admin's session was refused: {reply.text}"
 
         call()
 

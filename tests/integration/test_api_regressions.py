@@ -1,9 +1,10 @@
 """Regressions of the 500s fuzzing found, and what an unexpected error does to the connection.
 
 Each bad value answers 400 with an ErrorBody whose message names the field: ints >= 2^63 in paths and query
-strings, `"context": true`, `slots` >= 2^63 or a `null` in a command's or an experiment's `resources`, a bad
-log timestamp. An exception no handler expected answers a 500 ErrorBody, is logged with its traceback, and
-the keep-alive connection it came on serves the next request. An unknown path keeps FastAPI's own 404.
+strings, `"context": true`, `slots` >= 2^63 or a `null` in a command's or an experiment's `resources`, an agent
+offering more slots than MAX_AGENT_SLOTS, a bad log timestamp. An exception no handler expected answers a 500
+ErrorBody, is logged with its traceback, and the keep-alive connection it came on serves the next request. An
+unknown path keeps FastAPI's own 404.
 
 The master is the real app served by uvicorn (as `stalwart master run` serves it) in a thread of the test, so
 that a test-only route can raise for real.
@@ -27,8 +28,10 @@ import httpx
 import pytest
 import uvicorn
 
+from helpers_auth import as_admin
 from stalwart.api.auth_kinds import AuthKind
 from stalwart.api.errors import NotFoundError
+from stalwart.api.models.agents import MAX_AGENT_SLOTS
 from stalwart.api.models.errors import ErrorBody
 from stalwart.api.routes_table import ROUTES, RouteSpec
 from stalwart.context import pack_context
@@ -96,6 +99,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 @pytest.fixture(scope="module")
 def api(served: Served) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=served.url, timeout=30) as client:
+        as_admin(client)  # the user routes need a session: the bootstrap admin's
         yield client
 
 
@@ -216,6 +220,14 @@ def test_a_null_in_an_experiments_resources_means_the_default(api: httpx.Client,
 
 def test_agent_slots_over_64_bits_are_a_400(api: httpx.Client, served: Served) -> None:
     reply = api.post("/api/v1/agents", json={"agent_id": "big", "slots": TOO_BIG},
+                     headers={"authorization": f"Bearer {served.cluster_token}"})
+    _error(reply, 400, "slots")
+
+
+def test_an_agent_offering_more_slots_than_a_machine_has_is_a_400(api: httpx.Client, served: Served) -> None:
+    # fuzzing found an agent of 2**31 - 1 slots taken, and GET /api/v1/slots then listing each one until the
+    # master ran out of memory
+    reply = api.post("/api/v1/agents", json={"agent_id": "huge", "slots": MAX_AGENT_SLOTS + 1},
                      headers={"authorization": f"Bearer {served.cluster_token}"})
     _error(reply, 400, "slots")
 

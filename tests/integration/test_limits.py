@@ -16,6 +16,7 @@ import httpx
 import pytest
 import yaml
 
+from helpers_auth import bearer
 from integration.helpers import digits_config, wait_state
 from stalwart.api.errors import InvalidRequest, MasterUnavailable
 from stalwart.context import pack_context
@@ -56,7 +57,7 @@ def test_member_bombs_are_refused_by_the_member_limit_while_the_master_keeps_ans
     done = threading.Event()
 
     def send() -> None:
-        with httpx.Client(base_url=cluster.url, timeout=300) as http:
+        with httpx.Client(base_url=cluster.url, timeout=300, headers=bearer(cluster.admin_token)) as http:
             replies.append(http.post("/api/v1/experiments", json={"config": config, "context": many_members_b64}))
 
     senders = [threading.Thread(target=send) for _ in range(4)]
@@ -102,8 +103,8 @@ def test_a_150_mib_body_is_refused_early_and_a_95_mib_context_is_taken(cluster, 
     before = _rss_kib(pid)
 
     body = json.dumps({"config": digits_config(), "context": "A" * (150 * MIB)}).encode()
-    reply = httpx.post(c.url + "/api/v1/experiments", content=body, headers={"content-type": "application/json"},
-                       timeout=300)
+    reply = httpx.post(c.url + "/api/v1/experiments", content=body, timeout=300,
+                       headers={"content-type": "application/json", **bearer(c.admin_token)})
     assert reply.status_code == 413, reply.text[:500]
     error = reply.json()["error"]
     assert error["kind"] == "invalid_request"

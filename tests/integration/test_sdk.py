@@ -18,6 +18,7 @@ import torch
 from integration.helpers import REPO
 from stalwart.api.errors import ConfigError, InvalidRequest, InvalidStateError, MasterUnavailable, NotFoundError
 from stalwart.api.states import ExperimentState
+from stalwart.cli.local_cluster import log_in_local_admin
 from stalwart.experimental import (
     CheckpointSortBy,
     OrderBy,
@@ -61,6 +62,14 @@ model.load_state_dict(state)
 print("LOADED", uuid, "from experiment", client.get_trial(ckpt.trial_id).experiment_id,
       "sum", float(model.weight.sum()), flush=True)
 """
+
+
+@pytest.fixture
+def cluster(cluster, monkeypatch):
+    """The shared cluster, its home as this process's STALWART_HOME: the SDK (here, and in the example scripts run
+    from here) finds the admin's session in the home's auth file, as it finds the one `stalwart up` keeps."""
+    monkeypatch.setenv("STALWART_HOME", str(cluster.home))
+    return cluster
 
 
 def _context(tmp_path: pathlib.Path, name: str, script: str) -> pathlib.Path:
@@ -259,6 +268,7 @@ def test_without_a_configured_master_the_sdk_finds_the_local_cluster(cluster, tm
     monkeypatch.setenv("STALWART_HOME", str(home))
     record = {"url": cluster.url, "cluster_id": cluster.client().master_info().cluster_id}
     (home / "local-cluster.json").write_text(json.dumps(record))
+    assert log_in_local_admin(cluster.url) is not None  # what `stalwart up` does: the admin's session, kept in home
     assert client.login().master == cluster.url
     assert client.list_experiments() == []
     (home / "local-cluster.json").write_text(json.dumps({**record, "cluster_id": "another-cluster"}))

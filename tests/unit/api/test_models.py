@@ -11,6 +11,7 @@ import pytest
 from fastapi.routing import iter_route_contexts
 from pydantic import ValidationError
 
+from helpers_auth import bearer
 from stalwart.api.errors import _BY_KIND
 from stalwart.api.models.common import Id
 from stalwart.api.models.errors import ErrorBody
@@ -92,7 +93,8 @@ def master(tmp_path_factory):
     """A cluster that ran one 3-step trial and one command to the end."""
     home = tmp_path_factory.mktemp("models")
     with LocalTestCluster(home / "home") as c:
-        http = httpx.Client(base_url=c.url, timeout=60)
+        assert c.admin_token is not None
+        http = httpx.Client(base_url=c.url, timeout=60, headers=bearer(c.admin_token))  # the user routes need a session
         config = CONFIG.replace("LEDGER_PATH", str(home / "ledger"))
         context = base64.b64encode(pack_context(FAULTS).data).decode()
         created = _call(http, "POST", "/api/v1/experiments", {"config": config, "context": context},
@@ -185,10 +187,12 @@ def test_every_user_get_and_post_answer_validates_against_the_table(master):
     _call(http, "POST", E, {"config": ""}, path=E, status=400)
     _call(http, "GET", f"/api/v1/trials/{trial_id}/metrics/series?x=nope",
           path="/api/v1/trials/{trial_id}/metrics/series", status=400)
-    _call(http, "POST", f"/api/v1/trials/{trial_id}/metrics", {"reports": []},
-          path="/api/v1/trials/{trial_id}/metrics", status=401)
-    _call(http, "GET", f"/api/v1/allocations/{alloc}/context", path="/api/v1/allocations/{allocation_id}/context",
-          status=401)
+    with httpx.Client(base_url=c.url, timeout=60) as anonymous:  # trial and agent calls without their tokens
+        _call(anonymous, "POST", f"/api/v1/trials/{trial_id}/metrics", {"reports": []},
+              path="/api/v1/trials/{trial_id}/metrics", status=401)
+        _call(anonymous, "GET", f"/api/v1/allocations/{alloc}/context",
+              path="/api/v1/allocations/{allocation_id}/context", status=401)
+        _call(anonymous, "GET", "/api/v1/experiments", path="/api/v1/experiments", status=401)
 
 
 def test_agent_side_answers_validate_against_the_table(master):

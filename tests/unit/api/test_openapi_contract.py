@@ -152,6 +152,15 @@ def test_the_auth_kind_and_security_are_the_tables(doc: Document, spec: RouteSpe
     assert operation.get("security") == expected, f"{_id(spec)}: security {operation.get('security')}"
 
 
+@pytest.mark.parametrize("spec", [s for s in _documented_routes() if s.auth is not AuthKind.OPEN], ids=_id)
+def test_every_guarded_route_documents_401_and_403(doc: Document, spec: RouteSpec) -> None:
+    """No credentials is a 401, credentials that do not allow the call (a user without the permission) a 403."""
+    answers = _operation(doc, spec)["responses"]
+    assert {"401", "403"} <= set(answers), f"{_id(spec)}: documents {sorted(answers)}"
+    if spec.auth is AuthKind.USER:
+        assert spec.permission is not None, f"{_id(spec)}: a user route naming no permission"
+
+
 def test_the_security_schemes_say_how_each_token_travels(doc: Document) -> None:
     schemes = doc["components"]["securitySchemes"]
     assert schemes["clusterToken"] == {**schemes["clusterToken"], "type": "http", "scheme": "bearer"}

@@ -7,7 +7,9 @@ import json
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 
+from helpers_auth import bearer, log_in
 from stalwart.config.master import LimitsConfig, MasterConfig
 from stalwart.context import pack_context
 from stalwart.master.app import create_app
@@ -26,6 +28,9 @@ def app(tmp_path):
 
 
 def _post(app, content, headers=None) -> httpx.Response:
+    """POST /api/v1/experiments as the admin (the route needs a session)."""
+    headers = {**(headers or {}), **bearer(log_in(TestClient(app)))}
+
     async def go() -> httpx.Response:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://master") as client:

@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
+from helpers_auth import as_admin
 from stalwart.api.errors import InvalidRequest, InvalidStateError, NotFoundError, StalwartError
 from stalwart.api.states import ExitReason
 from stalwart.client import Client
@@ -109,6 +110,7 @@ def admin(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[Ad
     # no `with`: the app's background scheduler loop stays off, so the test's own ticks are the only ones
     client = Client("http://testserver")
     client._http = TestClient(app)  # the typed client over the in-process app
+    as_admin(client._http)
     yield Admin(app, tmp_path, client)
     client.close()
     app.state.master.db.dispose()

@@ -9,6 +9,7 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
+from helpers_auth import as_admin
 from stalwart.api.auth_kinds import AuthKind
 from stalwart.api.routes_table import ROUTES
 from stalwart.master.app import create_app
@@ -23,6 +24,7 @@ def client(request, tmp_path):
     url = request.getfixturevalue("pg_url") if request.param == "postgres" else f"sqlite:///{tmp_path / 'm.db'}"
     app = create_app(MasterSettings(db_url=url, home=tmp_path, ui_metrics_index=False))
     with TestClient(app, raise_server_exceptions=False) as c:
+        as_admin(c)
         yield c
 
 

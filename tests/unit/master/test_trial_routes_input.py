@@ -6,6 +6,7 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
+from helpers_auth import as_admin
 from stalwart.context import pack_context
 from stalwart.db import tables as t
 from stalwart.master.app import create_app
@@ -37,6 +38,7 @@ def running(tmp_path):
     with m.db.begin() as conn:
         alloc = conn.execute(sa.select(t.allocations)).mappings().one()
     with TestClient(app) as client:
+        as_admin(client)
         yield client, exp_id, alloc["trial_id"], m.allocation_token(alloc["id"])
 
 

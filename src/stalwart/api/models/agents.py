@@ -9,11 +9,14 @@ from pydantic import ConfigDict, Field, model_validator
 from stalwart.api.models.common import AgentId, AllocationId, Id, JsonObject, Request, Response, Timestamp
 
 SlotCount = Annotated[int, Field(ge=0, le=2**31 - 1, description="a number of slots (a 32-bit column)")]
+MAX_AGENT_SLOTS = 4096
+AgentSlots = Annotated[int, Field(ge=0, le=MAX_AGENT_SLOTS, description="the slots one agent offers (at most 4096: "
+                                                                        "the slot listing names each one)")]
 
 
 class RegisterAgent(Request):
     agent_id: AgentId
-    slots: SlotCount
+    slots: AgentSlots
     running_allocations: list[AllocationId] = Field(default_factory=list)
     resource_pool: str | None = Field(default=None, max_length=255)
     incarnation: str | None = Field(default=None, max_length=64)
