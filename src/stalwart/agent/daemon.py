@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 
+from stalwart.agent import os_users
 from stalwart.agent.fencing import AgentLock, Lease, kill_recorded
 from stalwart.agent.log_buffer import DEFAULT_BLOCK_TIMEOUT, DEFAULT_MAX_BYTES
 from stalwart.agent.outbox import AllocationExited, AllocationStarted, LogShipper, Outbox
@@ -98,7 +99,7 @@ class Agent:
             ctx = self.client.allocation_context(allocation_id)
             proc.prepare(ctx.b64Tgz)
             pid = proc.start()
-        except (OSError, StalwartError) as err:
+        except (OSError, StalwartError, os_users.CannotRunAs) as err:
             log.error("could not start allocation %s: %s", allocation_id, err)
             self.shipper.add({"allocation_id": allocation_id, "trial_id": order.trial_id,
                               "agent_id": self.agent_id, "timestamp": time.time(), "stdtype": "stderr",
@@ -168,6 +169,7 @@ class Agent:
     # -- main loop ------------------------------------------------------------------------
     def run_forever(self) -> None:
         self.lock.acquire()  # refuses a second agent on this work directory
+        os_users.secure_work_root(self.work_root)  # as root: tasks of OS users pass through it, never list it
         for allocation_id in kill_recorded(self.work_root):  # survivors of a previous agent on this directory
             log.warning("allocation %s had outlived the previous agent; it is killed", allocation_id)
         self.shipper.start()

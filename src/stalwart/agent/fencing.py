@@ -120,7 +120,7 @@ class AgentLock:
 
     def _write_state(self, state: dict) -> None:
         tmp = self.work_root / f".{STATE_NAME}.tmp"
-        tmp.write_text(json.dumps(state))
+        _write_private(tmp, json.dumps(state))
         os.replace(tmp, self.work_root / STATE_NAME)
 
 
@@ -132,7 +132,7 @@ class ProcessRecord:
 
     def write(self, pgid: int) -> None:
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"pgid": pgid, "start_time": proc_start_time(pgid)}))
+        _write_private(tmp, json.dumps({"pgid": pgid, "start_time": proc_start_time(pgid)}))
         os.replace(tmp, self.path)
 
     def read(self) -> dict | None:
@@ -149,6 +149,14 @@ class ProcessRecord:
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+def _write_private(path: pathlib.Path, text: str) -> None:
+    """Write a file only the agent's user may read (tasks of other OS users share its work root)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o600)  # an older file keeps its mode through O_CREAT
 
 
 def kill_recorded(work_root: pathlib.Path, timeout: float = 10.0) -> list[str]:

@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any
 
+from stalwart.agent import os_users
 from stalwart.agent.fencing import FENCE_FD_ENV, ProcessRecord
 from stalwart.context import safe_extract
 
@@ -32,6 +33,7 @@ class TrialProcess:
         self.dir = root / self.allocation_id
         self.workdir = self.dir / "workdir"
         self.run_dir = self.dir / "run"
+        self.run_as: dict[str, Any] | None = order.get("run_as")  # the OS user it runs as; None: the agent's
         self.agent_id = agent_id
         self._on_line = on_line
         self._on_exit = on_exit
@@ -44,12 +46,21 @@ class TrialProcess:
         self._fence_fd: int | None = None  # our end of the launcher's watchdog pipe: open while it may run
 
     def prepare(self, archive_b64: str) -> None:
+        """Unpack the context and write the info file; with an OS user to run as, hand both directories to it
+        (os_users.CannotRunAs when this agent cannot: not root, or the work root out of that user's reach)."""
+        if self.run_as is not None:
+            os_users.check(self.run_as, self.dir.parent)
+            self.dir.mkdir(parents=True, exist_ok=True)
+            os.chmod(self.dir, os_users.PASS_THROUGH)  # the agent's process record stays in here, root's
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         safe_extract(base64.b64decode(archive_b64), self.workdir, max_size=None)  # the master checked its size
         info_file = self.run_dir / "info.json"
         info_file.write_text(json.dumps(self.order["info"], indent=2))
-        os.chmod(info_file, 0o600)
+        os.chmod(info_file, os_users.PRIVATE_FILE)
+        if self.run_as is not None:
+            os_users.hand_over(self.workdir, self.run_as)
+            os_users.hand_over(self.run_dir, self.run_as)
 
     def start(self) -> int | None:
         """Start the launcher; None if a kill arrived first (the exit is reported then)."""
@@ -60,6 +71,7 @@ class TrialProcess:
         env["DET_RUN_DIR"] = str(self.run_dir)
         env["DET_WORKDIR"] = str(self.workdir)
         env["PYTHONUNBUFFERED"] = "1"
+        env.update(os_users.user_env(self.run_as))
         if self.threads is not None:
             env.setdefault("OMP_NUM_THREADS", str(self.threads))
         with self._lock:
@@ -79,6 +91,7 @@ class TrialProcess:
                     stderr=subprocess.PIPE,
                     start_new_session=True,
                     pass_fds=(read_fd,),
+                    **os_users.popen_args(self.run_as),
                 )
             except BaseException:
                 os.close(self._fence_fd)

@@ -9,7 +9,10 @@ the default) has three kinds of rule, as Determined's open edition drew its line
   checkpoints; one's own account and tokens);
 - `ADMIN`: admins only (users, agents, the audit log).
 
-Roles (a later issue) are sets of these names; new domains add their names here.
+With `security.authz.type: rbac` a user may do what the roles assigned to them (or to a group of theirs)
+grant, on the whole cluster or on one workspace (`ROLES`, Determined's role names). The account permissions
+(`ACCOUNT`) stay as in basic mode for every active user; admins have every permission in both modes.
+New domains add their names here.
 """
 
 from __future__ import annotations
@@ -58,9 +61,57 @@ MANAGE_OWN_TOKENS = _p("manage_own_tokens", "create, list and revoke one's own a
 MANAGE_ALL_TOKENS = _p("manage_all_tokens", "list and revoke every user's access tokens", Rule.ADMIN)
 VIEW_AUDIT = _p("view_audit", "read the audit log", Rule.ADMIN)
 SIGN_OUT = _p("sign_out", "end one's own session", Rule.ANYONE)
+VIEW_WORKSPACES = _p("view_workspaces", "read workspaces and their projects", Rule.ANYONE)
+CREATE_WORKSPACES = _p("create_workspaces", "create workspaces", Rule.ANYONE)
+EDIT_WORKSPACES = _p("edit_workspaces", "rename, archive and configure a workspace", Rule.OWNER)
+DELETE_WORKSPACES = _p("delete_workspaces", "delete an empty workspace", Rule.OWNER)
+CREATE_PROJECTS = _p("create_projects", "create projects in a workspace", Rule.ANYONE)
+EDIT_PROJECTS = _p("edit_projects", "rename, describe and archive a project", Rule.OWNER)
+DELETE_PROJECTS = _p("delete_projects", "delete an empty project", Rule.OWNER)
+ASSIGN_ROLES = _p("assign_roles", "assign and unassign roles", Rule.ADMIN)
+VIEW_ROLES = _p("view_roles", "list roles and their permissions, and one's own", Rule.ANYONE)
+MANAGE_GROUPS = _p("manage_groups", "create and delete user groups and change their members", Rule.ADMIN)
+BIND_POOLS = _p("bind_pools", "bind resource pools to workspaces", Rule.ADMIN)
+VIEW_MODEL_REGISTRY = _p("view_model_registry", "read the model registry", Rule.ANYONE)
 
 REGISTRY: dict[str, Permission] = {p.name: p for p in (
     VIEW_EXPERIMENTS, CREATE_EXPERIMENTS, EDIT_EXPERIMENTS, DELETE_EXPERIMENTS, DELETE_CHECKPOINTS, VIEW_CLUSTER,
     MANAGE_AGENTS, EDIT_JOBS, CREATE_COMMANDS, EDIT_COMMANDS, VIEW_USERS, EDIT_OWN_ACCOUNT, MANAGE_USERS,
-    MANAGE_OWN_TOKENS, MANAGE_ALL_TOKENS, VIEW_AUDIT, SIGN_OUT)}
+    MANAGE_OWN_TOKENS, MANAGE_ALL_TOKENS, VIEW_AUDIT, SIGN_OUT, VIEW_WORKSPACES, CREATE_WORKSPACES, EDIT_WORKSPACES,
+    DELETE_WORKSPACES, CREATE_PROJECTS, EDIT_PROJECTS, DELETE_PROJECTS, ASSIGN_ROLES, VIEW_ROLES, MANAGE_GROUPS,
+    BIND_POOLS, VIEW_MODEL_REGISTRY)}
 """Every permission by name."""
+
+ACCOUNT = frozenset({SIGN_OUT, EDIT_OWN_ACCOUNT, MANAGE_OWN_TOKENS, VIEW_USERS, VIEW_ROLES, VIEW_CLUSTER})
+"""What every active user may do in rbac mode too, whatever their roles (by the basic rules)."""
+
+CLUSTER_ONLY = frozenset({MANAGE_AGENTS, MANAGE_USERS, MANAGE_ALL_TOKENS, VIEW_AUDIT, MANAGE_GROUPS, BIND_POOLS,
+                          CREATE_WORKSPACES})
+"""Permissions on no workspace: only a role assigned on the whole cluster grants them."""
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    description: str
+    permissions: frozenset[Permission]
+    workspace_scoped: bool = True  # may be assigned on one workspace (else on the cluster only)
+
+
+_VIEW = frozenset({VIEW_EXPERIMENTS, VIEW_WORKSPACES, VIEW_MODEL_REGISTRY})
+_EDIT = _VIEW | {CREATE_EXPERIMENTS, EDIT_EXPERIMENTS, DELETE_EXPERIMENTS, DELETE_CHECKPOINTS, EDIT_JOBS,
+                 CREATE_PROJECTS, EDIT_PROJECTS, DELETE_PROJECTS, CREATE_COMMANDS, EDIT_COMMANDS}
+_NTSC = frozenset({CREATE_COMMANDS, EDIT_COMMANDS})
+
+ROLES: dict[str, Role] = {r.name: r for r in (
+    Role("ClusterAdmin", "everything, everywhere", frozenset(REGISTRY.values()), workspace_scoped=False),
+    Role("WorkspaceAdmin", "everything within the workspace: its settings, projects, experiments, tasks and "
+                           "who has which role in it", _EDIT | {EDIT_WORKSPACES, DELETE_WORKSPACES, ASSIGN_ROLES}),
+    Role("WorkspaceCreator", "create workspaces (and administer those one creates)", frozenset({CREATE_WORKSPACES}),
+         workspace_scoped=False),
+    Role("Editor", "create, change and delete projects, experiments and tasks in the workspace", _EDIT),
+    Role("EditorRestricted", "an Editor who may not run commands or other interactive tasks", _EDIT - _NTSC),
+    Role("Viewer", "read everything in the workspace", _VIEW),
+    Role("ModelRegistryViewer", "read the workspace's model registry", frozenset({VIEW_MODEL_REGISTRY})),
+)}
+"""Determined's roles, each a set of registry permissions."""

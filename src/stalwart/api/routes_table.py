@@ -23,10 +23,12 @@ from stalwart.api.models import (
     jobs,
     searcher,
     series,
+    sso,
     tasks,
     trials,
     ui,
     users,
+    workspaces,
 )
 from stalwart.api.models.common import Empty
 from stalwart.api.models.errors import ErrorBody
@@ -63,6 +65,9 @@ BAD, AUTH, NF, STATE, BIG, BUSY = 400, (401, 403), 404, 409, 413, 503
 E = "/api/v1/experiments"
 T = "/api/v1/trials"
 AL = "/api/v1/allocations"
+WS = "/api/v1/workspaces"
+PJ = "/api/v1/projects"
+RP = "/api/v1/resource-pools"
 
 
 def _r(method: str, path: str, auth: AuthKind, response: type[BaseModel] | None, *errors: int | tuple[int, ...],
@@ -214,6 +219,71 @@ ROUTES: tuple[RouteSpec, ...] = (
     _r("DELETE", "/api/v1/tokens/{token_id}", USER, users.TokenEnvelope, BAD, NF, permission=P.MANAGE_OWN_TOKENS),
     # the audit log
     _r("GET", "/api/v1/audit", USER, users.AuditList, BAD, permission=P.VIEW_AUDIT),
+    # workspaces and projects
+    _r("GET", WS, USER, workspaces.WorkspaceList, BAD, permission=P.VIEW_WORKSPACES),
+    _r("POST", WS, USER, workspaces.WorkspaceEnvelope, BAD, STATE, request=workspaces.CreateWorkspace,
+       permission=P.CREATE_WORKSPACES),
+    _r("GET", WS + "/{workspace_id}", USER, workspaces.WorkspaceEnvelope, BAD, NF, permission=P.VIEW_WORKSPACES),
+    _r("PATCH", WS + "/{workspace_id}", USER, workspaces.WorkspaceEnvelope, BAD, NF, STATE,
+       request=workspaces.PatchWorkspace, permission=P.EDIT_WORKSPACES),
+    _r("POST", WS + "/{workspace_id}/archive", USER, workspaces.WorkspaceEnvelope, BAD, NF, STATE,
+       permission=P.EDIT_WORKSPACES),
+    _r("POST", WS + "/{workspace_id}/unarchive", USER, workspaces.WorkspaceEnvelope, BAD, NF, STATE,
+       permission=P.EDIT_WORKSPACES),
+    _r("DELETE", WS + "/{workspace_id}", USER, Empty, BAD, NF, STATE, permission=P.DELETE_WORKSPACES),
+    _r("GET", WS + "/{workspace_id}/projects", USER, workspaces.ProjectList, BAD, NF,
+       permission=P.VIEW_WORKSPACES),
+    _r("POST", WS + "/{workspace_id}/projects", USER, workspaces.ProjectEnvelope, BAD, NF, STATE,
+       request=workspaces.CreateProject, permission=P.CREATE_PROJECTS),
+    _r("GET", PJ + "/{project_id}", USER, workspaces.ProjectEnvelope, BAD, NF, permission=P.VIEW_WORKSPACES),
+    _r("PATCH", PJ + "/{project_id}", USER, workspaces.ProjectEnvelope, BAD, NF, STATE,
+       request=workspaces.PatchProject, permission=P.EDIT_PROJECTS),
+    _r("POST", PJ + "/{project_id}/archive", USER, workspaces.ProjectEnvelope, BAD, NF, STATE,
+       permission=P.EDIT_PROJECTS),
+    _r("POST", PJ + "/{project_id}/unarchive", USER, workspaces.ProjectEnvelope, BAD, NF, STATE,
+       permission=P.EDIT_PROJECTS),
+    _r("DELETE", PJ + "/{project_id}", USER, Empty, BAD, NF, STATE, permission=P.DELETE_PROJECTS),
+    _r("POST", E + "/{exp_id}/move", USER, experiments.ExperimentEnvelope, BAD, NF, STATE,
+       request=workspaces.MoveExperiment, permission=P.EDIT_EXPERIMENTS),
+    # resource pools bound to workspaces
+    _r("GET", RP + "/{pool}/workspace-bindings", USER, workspaces.PoolBindingList, BAD, NF,
+       permission=P.VIEW_CLUSTER),
+    _r("POST", RP + "/{pool}/workspace-bindings", USER, workspaces.PoolBindingList, BAD, NF,
+       request=workspaces.PoolBindings, permission=P.BIND_POOLS),
+    _r("DELETE", RP + "/{pool}/workspace-bindings", USER, workspaces.PoolBindingList, BAD, NF,
+       request=workspaces.PoolBindings, permission=P.BIND_POOLS),
+    # user groups
+    _r("GET", "/api/v1/groups", USER, workspaces.GroupList, permission=P.VIEW_USERS),
+    _r("POST", "/api/v1/groups", USER, workspaces.GroupEnvelope, BAD, NF, STATE, request=workspaces.CreateGroup,
+       permission=P.MANAGE_GROUPS),
+    _r("GET", "/api/v1/groups/{group_name}", USER, workspaces.GroupEnvelope, BAD, NF, permission=P.VIEW_USERS),
+    _r("DELETE", "/api/v1/groups/{group_name}", USER, Empty, BAD, NF, permission=P.MANAGE_GROUPS),
+    _r("POST", "/api/v1/groups/{group_name}/members", USER, workspaces.GroupEnvelope, BAD, NF,
+       request=workspaces.GroupMembers, permission=P.MANAGE_GROUPS),
+    _r("DELETE", "/api/v1/groups/{group_name}/members", USER, workspaces.GroupEnvelope, BAD, NF,
+       request=workspaces.GroupMembers, permission=P.MANAGE_GROUPS),
+    # roles (rbac)
+    _r("GET", "/api/v1/rbac/roles", USER, workspaces.RoleList, permission=P.VIEW_ROLES),
+    _r("GET", "/api/v1/rbac/roles/{role}", USER, workspaces.RoleEnvelope, BAD, NF, permission=P.VIEW_ROLES),
+    _r("GET", "/api/v1/rbac/assignments", USER, workspaces.RoleAssignmentList, BAD, NF, permission=P.VIEW_ROLES),
+    _r("POST", "/api/v1/rbac/assignments", USER, workspaces.RoleAssignmentList, BAD, NF, STATE,
+       request=workspaces.AssignRole, permission=P.ASSIGN_ROLES),
+    _r("POST", "/api/v1/rbac/unassignments", USER, workspaces.RoleAssignmentList, BAD, NF,
+       request=workspaces.AssignRole, permission=P.ASSIGN_ROLES),
+    _r("GET", "/api/v1/rbac/my-permissions", USER, workspaces.MyPermissions, permission=P.VIEW_ROLES),
+    # tasks as their owners' OS users: a user's link to an OS user (admins only)
+    _r("POST", "/api/v1/users/{username}/agent-user", USER, users.UserEnvelope, BAD, NF,
+       request=users.LinkAgentUser, permission=P.MANAGE_USERS),
+    _r("DELETE", "/api/v1/users/{username}/agent-user", USER, users.UserEnvelope, BAD, NF, permission=P.MANAGE_USERS),
+    # single sign-on (OpenID Connect, docs/sso.md): the browser's round trip through the provider, and the CLI's
+    # trade of its one-time code for a session
+    _r("GET", "/oidc/login", OPEN, None, BAD, AUTH, content_type=HTML),
+    _r("GET", "/oidc/callback", OPEN, None, BAD, AUTH, content_type=HTML),
+    _r("GET", "/api/v1/auth/oidc", OPEN, sso.SsoInfo),
+    _r("POST", "/api/v1/auth/oidc/token", OPEN, users.LoginAnswer, BAD, AUTH, request=sso.SsoCodeExchange),
+    # web UI: workspaces and projects (HTML pages; a project's experiments come from GET /api/v1/ui/experiments)
+    *(_r("GET", p, USER, None, NF, content_type=HTML, permission=P.VIEW_WORKSPACES) for p in (
+        "/workspaces", "/workspaces/{workspace_id}", "/projects/{project_id}")),
 )
 
 BY_KEY: dict[tuple[str, str], RouteSpec] = {r.key: r for r in ROUTES}

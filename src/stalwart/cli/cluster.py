@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -81,6 +82,7 @@ def master_run(config_file, db_url, host, port, home_dir, advertised_url, cluste
     cfg = load_master_config(config_file) if config_file else MasterConfig()
     base = pathlib.Path(home_dir) if home_dir else homes.home()
     base.mkdir(parents=True, exist_ok=True)
+    os.chmod(base, 0o700)  # its database, cluster token and logs: no task (of any OS user) may read them
     host = host or cfg.host or "127.0.0.1"
     port = port or cfg.port or 8080
     settings = MasterSettings(
@@ -89,6 +91,7 @@ def master_run(config_file, db_url, host, port, home_dir, advertised_url, cluste
         agent_timeout_s=agent_timeout or cfg.agent_timeout or 30.0, checkpoint_storage=cfg.checkpoint_storage,
         task_container_defaults=cfg.task_container_defaults, cluster=cfg,
     )
+    _private_sqlite_file(settings.db_url)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if cfg.ignored_keys:
         logging.getLogger("stalwart.master").warning("master config keys not used by Stalwart: %s",
@@ -100,6 +103,17 @@ def master_run(config_file, db_url, host, port, home_dir, advertised_url, cluste
     # which cluster this home's master serves: `stalwart up` checks that the master answering is this one
     local_cluster.cluster_id_file(base).write_text(app.state.master.cluster_id)
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
+
+
+def _private_sqlite_file(db_url: str) -> None:
+    """A SQLite database file is readable by the master's user only (made empty, so, when it does not exist yet;
+    SQLite gives its -wal and -shm files the same mode)."""
+    if not db_url.startswith("sqlite:///") or ":memory:" in db_url:
+        return
+    path = pathlib.Path(db_url[len("sqlite:///"):].split("?", 1)[0])
+    with contextlib.suppress(OSError):  # a path the master cannot write: its own error says so when it opens it
+        path.touch(mode=0o600, exist_ok=True)
+        os.chmod(path, 0o600)
 
 
 @click.group("agent", cls=AliasedGroup, aliases={"ls": "list"})

@@ -93,6 +93,8 @@ def create(ctx: click.Context, config_file: str, context_dir: str, includes: tup
 @click.option("--name", default=None, help="Only experiments whose name contains this text.")
 @click.option("-a", "--all", "include_archived", is_flag=True, help="Archived experiments too.")
 @click.option("--user", default=None, help="Only experiments this user owns.")
+@click.option("--workspace", default=None, help="Only experiments in this workspace.")
+@click.option("--project", default=None, help="Only experiments in this project (of --workspace).")
 @click.option("--sort-by", type=click.Choice(get_args(SortBy)), default="id", show_default=True)
 @click.option("--order-by", type=click.Choice(get_args(OrderBy)), default="desc", show_default=True)
 @click.option("--limit", default=200, show_default=True, type=click.IntRange(1))
@@ -100,19 +102,47 @@ def create(ctx: click.Context, config_file: str, context_dir: str, includes: tup
 @format_options
 @click.pass_context
 def list_(ctx: click.Context, states: tuple[str, ...], labels: tuple[str, ...], name: str | None,
-          include_archived: bool, user: str | None, sort_by: SortBy, order_by: OrderBy, limit: int, offset: int,
-          fmt: output.Format) -> None:
+          include_archived: bool, user: str | None, workspace: str | None, project: str | None, sort_by: SortBy,
+          order_by: OrderBy, limit: int, offset: int, fmt: output.Format) -> None:
     """List experiments (newest first unless --sort-by/--order-by say otherwise); archived ones only with --all."""
+    if project is not None and workspace is None:
+        raise InvalidRequest(f"--project {project} needs --workspace: project names are unique only in a workspace")
     data = client_of(ctx).list_experiments(
         limit=limit, offset=offset, states=list(states), labels=list(labels), name=name,
-        include_archived=include_archived, owner=user, sort_by=sort_by, order_by=order_by)
-    columns = ["ID", "Owner", "Name", "State", "Progress", "Trials", "Searcher", "Labels", "Created", "Ended"]
+        include_archived=include_archived, owner=user, workspace=workspace, project=project, sort_by=sort_by,
+        order_by=order_by)
+    columns = ["ID", "Owner", "Name", "State", "Progress", "Trials", "Searcher", "Labels", "Workspace", "Project",
+               "Created", "Ended"]
     if include_archived:
         columns.append("Archived")
     output.emit(fmt, columns, [
         (e.id, e.owner, e.name, e.state, _percent(e.progress), e.num_trials, e.searcher, ",".join(e.labels),
-         output.when(e.created_at), output.when(e.ended_at), *((e.archived,) if include_archived else ()))
+         where(e, "workspace"), where(e, "project"), output.when(e.created_at), output.when(e.ended_at),
+         *((e.archived,) if include_archived else ()))
         for e in data.experiments], json_data=data)
+
+
+def where(e: Experiment, field: str) -> str | None:
+    """An experiment's workspace or project name, as the master sends it."""
+    value = getattr(e, field, None)
+    return value if isinstance(value, str) else None
+
+
+@experiment.command("move")
+@click.argument("exp_id", type=int)
+@click.option("--project", "destination", required=True, metavar="WORKSPACE/PROJECT",
+              help="The project to move it into, after its workspace: `--project team-a/baselines`.")
+@click.pass_context
+def move(ctx: click.Context, exp_id: int, destination: str) -> None:
+    """Move experiment EXP_ID into another project (its workspace's roles then apply to it)."""
+    workspace_name, sep, project_name = destination.partition("/")
+    if not sep or not workspace_name or not project_name or "/" in project_name:
+        raise InvalidRequest(f"--project {destination!r}: expected WORKSPACE/PROJECT, such as Uncategorized/"
+                             f"Uncategorized")
+    client = client_of(ctx)
+    target = client.project_by_name(workspace_name, project_name)
+    client.move_experiment(exp_id, target.id)
+    output.console.print(f"Moved experiment {exp_id} to project {target.name} of workspace {target.workspaceName}.")
 
 
 def _percent(fraction: float | None) -> str:
@@ -143,6 +173,7 @@ def describe(ctx: click.Context, exp_id: int, with_metrics: bool, fmt: output.Fo
     else:
         output.table(["Field", "Value"], [
             ("ID", e.id), ("Name", e.name), ("State", e.state), ("Progress", _percent(e.progress)),
+            ("Workspace", where(e, "workspace")), ("Project", where(e, "project")),
             ("Searcher", f"{e.searcher} (metric {e.metric}, smaller is better: {e.smaller_is_better})"),
             ("Labels", ", ".join(e.labels)), ("Archived", e.archived), ("Description", e.description),
             ("Notes", e.notes), ("Created", output.when(e.created_at)), ("Ended", output.when(e.ended_at)),

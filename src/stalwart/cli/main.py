@@ -11,6 +11,7 @@ import stalwart
 from stalwart.api.errors import StalwartError
 from stalwart.cli import experiment_continue, experiment_edit, experiment_files
 from stalwart.cli.audit import audit
+from stalwart.cli.auth import auth
 from stalwart.cli.base import AliasedGroup
 from stalwart.cli.checkpoint import checkpoint
 from stalwart.cli.cluster import agent, down, master, slot, up
@@ -18,9 +19,14 @@ from stalwart.cli.command import command
 from stalwart.cli.experiment import experiment, preview_search
 from stalwart.cli.jobs import job
 from stalwart.cli.output import err_console
+from stalwart.cli.project import project
+from stalwart.cli.rbac import rbac
+from stalwart.cli.resource_pool import resource_pool
 from stalwart.cli.token import token
 from stalwart.cli.trial import trial
 from stalwart.cli.user import user
+from stalwart.cli.user_group import user_group
+from stalwart.cli.workspace import workspace
 
 EXIT_CODES = ("Exit codes: 0 done; 1 failed (an experiment that did not complete, an internal error of the master); "
               "2 bad input (a bad id, option, override or config); 3 not found; 4 wrong state "
@@ -30,7 +36,8 @@ EXIT_CODES = ("Exit codes: 0 done; 1 failed (an experiment that did not complete
 
 @click.group(cls=AliasedGroup, epilog=EXIT_CODES,
              aliases={"e": "experiment", "t": "trial", "c": "checkpoint", "a": "agent", "j": "job",
-                      "cmd": "command", "s": "slot", "u": "user", "tkn": "token"},
+                      "cmd": "command", "s": "slot", "u": "user", "tkn": "token", "w": "workspace", "p": "project",
+                      "rp": "resource-pool"},
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-m", "--master", "master_url", default=None,
               help="Master address (else $STALWART_MASTER, $DET_MASTER, or the local cluster).")
@@ -46,7 +53,7 @@ def cli(ctx, master_url, user_name) -> None:
 
 
 for group in (up, down, master, agent, slot, experiment, trial, checkpoint, preview_search, job, command, user, token,
-              audit):
+              audit, workspace, project, user_group, rbac, resource_pool, auth):
     cli.add_command(group)
 for verb in (experiment_edit.delete, experiment_edit.set_, experiment_edit.label, experiment_continue.continue_,
              experiment_continue.fork, experiment_files.logs, experiment_files.config, experiment_files.download,

@@ -18,7 +18,8 @@ _ASK = "\0ask"
 
 @click.group("user", cls=AliasedGroup, aliases={"ls": "list", "passwd": "change-password"})
 def user() -> None:
-    """Users and your session: login, logout, whoami, create, list, edit, (de)activate, change-password."""
+    """Users and your session: login, logout, whoami, create, list, describe, edit, (de)activate, change-password,
+    link-with-agent-user."""
 
 
 def describe(u: User) -> str:
@@ -28,6 +29,9 @@ def describe(u: User) -> str:
         traits.append(f'display name "{u.displayName}"')
     if not u.hasPassword:
         traits.append("empty password")
+    if u.agentUserGroup is not None:
+        g = u.agentUserGroup
+        traits.append(f"tasks run as OS user {g.agentUser} ({g.agentUid}), group {g.agentGroup} ({g.agentGid})")
     return f"{u.username} ({', '.join(traits)})"
 
 
@@ -171,3 +175,48 @@ def change_password(ctx, username: str | None) -> None:
     new = prompts.new_secret(f"New password for user '{name}'")
     client.set_password(name, new, old_password=current)
     output.console.print(f"Changed the password of {name}.")
+
+
+@user.command("describe")
+@click.argument("username")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.pass_context
+def describe_user(ctx, username: str, as_json: bool) -> None:
+    """Show one user: admin, active, display name, password set, the OS user its tasks run as."""
+    found = client_of(ctx).get_user(username)
+    if as_json:
+        output.print_json(found)
+        return
+    output.console.print(f"User {describe(found)}.")
+
+
+@user.command("link-with-agent-user")
+@click.argument("username")
+@click.option("--agent-uid", type=int, default=None, help="The OS user id its tasks run as.")
+@click.option("--agent-gid", type=int, default=None, help="The OS group id its tasks run as.")
+@click.option("--agent-user", default=None, help="The OS user name (as on the agents' machines).")
+@click.option("--agent-group", default=None, help="The OS group name (as on the agents' machines).")
+@click.option("--unlink", is_flag=True, help="Forget the link: tasks run as the workspace's OS user, else the agent's.")
+@click.pass_context
+def link_with_agent_user(ctx, username: str, agent_uid: int | None, agent_gid: int | None, agent_user: str | None,
+                         agent_group: str | None, unlink: bool) -> None:
+    """Run USERNAME's tasks as an OS user and group on agents that run as root (admins only).
+
+    Its tasks then cannot read the master's files, the agent's, or other users' tasks' work directories; an agent
+    that is not root refuses to start them.
+    """
+    given = {"--agent-uid": agent_uid, "--agent-gid": agent_gid, "--agent-user": agent_user,
+             "--agent-group": agent_group}
+    client = client_of(ctx)
+    if unlink:
+        if any(v is not None for v in given.values()):
+            raise InvalidRequest("--unlink takes no --agent-* options: give either --unlink or all four")
+        output.console.print(f"User {describe(client.unlink_agent_user(username))}.")
+        return
+    missing = [flag for flag, value in given.items() if value is None]
+    if missing:
+        raise InvalidRequest(f"missing {', '.join(missing)}: give all of --agent-uid, --agent-gid, --agent-user and "
+                             "--agent-group (e.g. the output of `id USER` on the agents' machines), or --unlink")
+    assert agent_uid is not None and agent_gid is not None and agent_user is not None and agent_group is not None
+    linked = client.link_agent_user(username, uid=agent_uid, gid=agent_gid, user=agent_user, group=agent_group)
+    output.console.print(f"User {describe(linked)}.")

@@ -40,14 +40,16 @@ class ExperimentsApi(Api):
 
     def list_experiments(self, *, limit: int = 200, offset: int = 0, states: list[str] | None = None,
                          labels: list[str] | None = None, name: str | None = None, include_archived: bool = False,
-                         owner: str | None = None, sort_by: experiments.SortBy = "id",
+                         owner: str | None = None, workspace: str | None = None, project: str | None = None,
+                         sort_by: experiments.SortBy = "id",
                          order_by: experiments.OrderBy = "desc") -> experiments.ExperimentList:
         """One page of experiments, filtered and sorted by the master: `states` (any of), `labels` (all of),
-        `name` (a substring), archived ones only with `include_archived`; `total` counts every match."""
+        `name` (a substring), `workspace` and `project` (names), archived ones only with `include_archived`;
+        `total` counts every match."""
         return self.call(LIST, params={
             "limit": limit, "offset": offset, "states": states or None, "labels": labels or None, "name": name,
-            "include_archived": str(include_archived).lower(), "owner": owner, "sort_by": sort_by,
-            "order_by": order_by})
+            "include_archived": str(include_archived).lower(), "owner": owner, "workspace": workspace,
+            "project": project, "sort_by": sort_by, "order_by": order_by})
 
     def patch_experiment(self, exp_id: int, *, name: str | None = None, description: str | None = None,
                          notes: str | None = None, labels: list[str] | None = None) -> experiments.ExperimentEnvelope:

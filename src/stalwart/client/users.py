@@ -25,6 +25,8 @@ CREATE_TOKEN = endpoint("POST", "/api/v1/tokens", users.CreatedToken, users.Crea
 TOKENS = endpoint("GET", "/api/v1/tokens", users.TokenList)
 REVOKE_TOKEN = endpoint("DELETE", "/api/v1/tokens/{token_id}", users.TokenEnvelope)
 AUDIT = endpoint("GET", "/api/v1/audit", users.AuditList)
+LINK_AGENT_USER = endpoint("POST", "/api/v1/users/{username}/agent-user", users.UserEnvelope, users.LinkAgentUser)
+UNLINK_AGENT_USER = endpoint("DELETE", "/api/v1/users/{username}/agent-user", users.UserEnvelope)
 
 
 def hashed(password: str) -> str:
@@ -74,6 +76,15 @@ class UsersApi(Api):
         if old_password is not None:
             fields["oldPassword"] = hashed(old_password)
         self.call(PASSWORD, path={"username": username}, json_body=body(users.SetPassword, **fields))
+
+    def link_agent_user(self, username: str, *, uid: int, gid: int, user: str, group: str) -> users.User:
+        """Run `username`'s tasks as this OS user and group on agents that run as root (admins only)."""
+        fields = {"agentUid": uid, "agentGid": gid, "agentUser": user, "agentGroup": group}
+        return self.call(LINK_AGENT_USER, path={"username": username},
+                         json_body=body(users.LinkAgentUser, **fields)).user
+
+    def unlink_agent_user(self, username: str) -> users.User:
+        return self.call(UNLINK_AGENT_USER, path={"username": username}).user
 
     # -- access tokens -------------------------------------------------------------------------------
     def create_token(self, *, username: str | None = None, lifespan_s: int | None = None,

@@ -36,7 +36,7 @@ from stalwart.config._schema import (
 # Keys Determined accepts that Stalwart reads but does not act on (no TLS, auth, telemetry, ... here).
 _IGNORED = ["telemetry", "logging", "log", "cluster_name", "webhooks", "observability", "retention_policy",
             "notebook_timeout", "tensorboard_timeout", "cache", "ui_customization", "config_file", "root",
-            "integrations", "enable_cors", "launch_error", "feature_switches", "internal", "oidc", "saml", "scim",
+            "integrations", "enable_cors", "launch_error", "feature_switches", "internal", "saml", "scim",
             "reserved_ports", "resource_pools_defaults", "additional_resource_managers"]
 
 
@@ -126,14 +126,66 @@ LIMITS_SPEC = {
     "max_context_size": Field(size(), default=DEFAULT_MAX_CONTEXT_SIZE),
 }
 
+AUTHZ_SPEC = {
+    "type": Field(choice("basic", "rbac"), default="basic"),
+    # Determined's other authz keys, accepted and not used
+    "fallback_type": Field(string()),
+    "rbac_ui_enabled": Field(boolean()),
+    "strict_job_queue_control": Field(boolean()),
+    "strict_ntsc_enabled": Field(boolean()),
+    "workspace_creator_assign_role": Field(any_map()),
+}
+
 SECURITY_SPEC = {
     "initial_user_password": Field(string()),
-    "authz": Field(any_map()),  # `type: basic` is what this release enforces; roles (rbac) come with workspaces
+    "authz": Field(section(AUTHZ_SPEC)),
     "tls": Field(any_map()),
     "ssh": Field(any_map()),
     "default_task": Field(any_map()),
     "token": Field(any_map()),
 }
+
+OIDC_DEFAULT_SCOPES = ("openid", "email", "profile")
+
+OIDC_SPEC = {
+    "enabled": Field(boolean(), default=False),
+    "provider": Field(string(nonempty=True), default="OIDC"),  # the name on the login page's button
+    "idp_recipient_url": Field(string()),  # this master's URL as the provider's users reach it
+    "idp_sso_url": Field(string()),  # the provider's issuer URL (its /.well-known/openid-configuration)
+    "client_id": Field(string()),
+    "client_secret": Field(string()),  # empty: a public client (PKCE only)
+    "authentication_claim": Field(string(nonempty=True), default="email"),  # the claim that is the user name
+    "groups_claim": Field(string(nonempty=True)),
+    "groups_attribute_name": Field(string(nonempty=True)),  # Determined's name for groups_claim
+    "display_name_attribute_name": Field(string()),
+    "auto_provision_users": Field(boolean(), default=True),
+    "scopes": Field(list_of(string(nonempty=True), nonempty=True)),
+    "scim_authentication_attribute": Field(string()),  # Determined's; no SCIM here
+    "always_redirect": Field(boolean()),
+    "exclude_groups_scope": Field(boolean()),
+}
+
+
+def _http_url(value: Any) -> bool:
+    parts = urllib.parse.urlsplit(value) if isinstance(value, str) else None
+    return parts is not None and parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+def _oidc_section(value: Any, path: str, problems: Problems) -> Any:
+    """The `oidc` section: when enabled, the provider's issuer, this master's URL and the client id are needed."""
+    cfg = check_section(value, path, OIDC_SPEC, problems)
+    if not cfg.get("enabled"):
+        return cfg
+    for key, what in (("idp_sso_url", "the provider's issuer URL (https://idp.example.com/realms/x)"),
+                      ("idp_recipient_url", "this master's URL as browsers reach it (https://stalwart.example.com)")):
+        if not cfg.get(key):
+            problems.add(f"{path}.{key}", f"required when oidc is enabled: {what}")
+        elif not _http_url(cfg[key]):
+            problems.add(f"{path}.{key}", f"expected an http(s) URL, got {type_name(cfg[key])}")
+    if not cfg.get("client_id"):
+        problems.add(f"{path}.client_id", "required when oidc is enabled: the client id the provider gave Stalwart")
+    return cfg
+
 
 MASTER_SPEC = {
     "port": Field(integer(1, 65535)),
@@ -149,6 +201,7 @@ MASTER_SPEC = {
     "limits": Field(section(LIMITS_SPEC)),
     "security": Field(section(SECURITY_SPEC)),
     "initial_user_password": Field(string()),  # Determined's older place for security.initial_user_password
+    "oidc": Field(_oidc_section),
     **{key: Field(lambda v, p, pr: v) for key in _IGNORED},
 }
 
@@ -192,9 +245,42 @@ class LimitsConfig:
 
 @dataclass(frozen=True)
 class SecurityConfig:
-    """Who may use the cluster: the password the bootstrap accounts (admin, determined) start with."""
+    """Who may use the cluster: the password the bootstrap accounts (admin, determined) start with, and how
+    permissions are decided (`authz.type`: basic, or rbac for roles)."""
 
     initial_user_password: str = ""
+    authz_type: str = "basic"
+
+
+@dataclass(frozen=True)
+class OidcConfig:
+    """Single sign-on through an OpenID Connect provider (docs/sso.md); `enabled` False: password logins only."""
+
+    enabled: bool = False
+    provider: str = "OIDC"
+    issuer: str = ""  # idp_sso_url
+    master_url: str = ""  # idp_recipient_url: the provider sends browsers back to <master_url>/oidc/callback
+    client_id: str = ""
+    client_secret: str = ""
+    authentication_claim: str = "email"
+    groups_claim: str = "groups"
+    display_name_claim: str = ""
+    auto_provision_users: bool = True
+    scopes: tuple[str, ...] = OIDC_DEFAULT_SCOPES
+
+    @staticmethod
+    def of(section_: dict[str, Any] | None) -> OidcConfig:
+        if not section_ or not section_.get("enabled"):
+            return OidcConfig()
+        return OidcConfig(
+            enabled=True, provider=section_["provider"], issuer=section_["idp_sso_url"].rstrip("/"),
+            master_url=section_["idp_recipient_url"].rstrip("/"), client_id=section_["client_id"],
+            client_secret=section_.get("client_secret") or "",
+            authentication_claim=section_["authentication_claim"],
+            groups_claim=section_.get("groups_claim") or section_.get("groups_attribute_name") or "groups",
+            display_name_claim=section_.get("display_name_attribute_name") or "",
+            auto_provision_users=section_["auto_provision_users"],
+            scopes=tuple(section_.get("scopes") or OIDC_DEFAULT_SCOPES))
 
 
 @dataclass(frozen=True)
@@ -210,6 +296,7 @@ class MasterConfig:
     agent_timeout: float | None = None
     limits: LimitsConfig = LimitsConfig()
     security: SecurityConfig = SecurityConfig()
+    oidc: OidcConfig = OidcConfig()
     ignored_keys: tuple[str, ...] = ()
 
     def pool(self, name: str) -> PoolConfig | None:
@@ -282,7 +369,9 @@ def parse_master_config(data: Any, source: str = "master config") -> MasterConfi
         agent_timeout=cfg.get("agent_timeout"),
         limits=LimitsConfig.of(cfg.get("limits")),
         security=SecurityConfig(
-            (cfg.get("security") or {}).get("initial_user_password") or cfg.get("initial_user_password") or ""),
+            (cfg.get("security") or {}).get("initial_user_password") or cfg.get("initial_user_password") or "",
+            ((cfg.get("security") or {}).get("authz") or {}).get("type") or "basic"),
+        oidc=OidcConfig.of(cfg.get("oidc")),
         ignored_keys=tuple(k for k in _IGNORED if cfg.get(k) is not None),
     )
 

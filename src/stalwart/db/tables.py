@@ -43,6 +43,7 @@ experiments = sa.Table(
     sa.Column("notes", sa.Text, nullable=True),
     sa.Column("labels", JSONType, nullable=False),
     sa.Column("owner", sa.String(128), nullable=False),
+    sa.Column("project_id", Id32, nullable=False, default=1, index=True),  # projects.id (1: Uncategorized)
     sa.Column("config", JSONType, nullable=False),
     sa.Column("config_text", sa.Text, nullable=False),
     sa.Column("state", sa.String(32), nullable=False, index=True),
@@ -152,6 +153,7 @@ commands = sa.Table(
     sa.Column("id", Id32, primary_key=True, autoincrement=True),
     sa.Column("description", sa.String(512), nullable=False),
     sa.Column("owner", sa.String(128), nullable=False),
+    sa.Column("project_id", Id32, nullable=False, default=1, index=True),  # projects.id (1: Uncategorized)
     sa.Column("config", JSONType, nullable=False),
     sa.Column("archive", sa.LargeBinary, nullable=True),
     sa.Column("state", sa.String(32), nullable=False, index=True),
@@ -232,6 +234,12 @@ users = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("modified_at", sa.Float, nullable=True),
     sa.Column("last_auth_at", sa.Float, nullable=True),
+    sa.Column("remote", sa.Boolean, nullable=False, default=False),  # provisioned by single sign-on, no password
+    # the OS user this user's tasks run as when the agent runs as root (`user link-with-agent-user`)
+    sa.Column("agent_uid", sa.Integer, nullable=True),
+    sa.Column("agent_gid", sa.Integer, nullable=True),
+    sa.Column("agent_user", sa.String(64), nullable=True),
+    sa.Column("agent_group", sa.String(64), nullable=True),
 )
 
 user_sessions = sa.Table(
@@ -260,4 +268,72 @@ audit_log = sa.Table(
     sa.Column("target", sa.String(256), nullable=True),
     sa.Column("status", sa.Integer, nullable=False),
     sa.Column("outcome", sa.String(16), nullable=False),  # ok | refused | failed
+)
+
+# -- workspaces, projects, groups and roles (docs/workspaces.md) --------------------------------------
+workspaces = sa.Table(
+    "workspaces",
+    metadata,
+    sa.Column("id", Id32, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(128), nullable=False, unique=True),
+    sa.Column("archived", sa.Boolean, nullable=False, default=False),
+    sa.Column("immutable", sa.Boolean, nullable=False, default=False),  # Uncategorized
+    sa.Column("created_by", sa.String(128), nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    # the OS user its tasks run as (when the agent runs as root), unless the owner has a link of their own
+    sa.Column("agent_uid", sa.Integer, nullable=True),
+    sa.Column("agent_gid", sa.Integer, nullable=True),
+    sa.Column("agent_user", sa.String(64), nullable=True),
+    sa.Column("agent_group", sa.String(64), nullable=True),
+    sa.Column("checkpoint_storage", JSONType, nullable=True),
+    sa.Column("default_compute_pool", sa.String(128), nullable=True),
+    sa.Column("default_aux_pool", sa.String(128), nullable=True),
+)
+
+projects = sa.Table(
+    "projects",
+    metadata,
+    sa.Column("id", Id32, primary_key=True, autoincrement=True),
+    sa.Column("workspace_id", Id32, sa.ForeignKey("workspaces.id"), nullable=False, index=True),
+    sa.Column("name", sa.String(128), nullable=False),
+    sa.Column("description", sa.Text, nullable=True),
+    sa.Column("key", sa.String(16), nullable=True),
+    sa.Column("archived", sa.Boolean, nullable=False, default=False),
+    sa.Column("immutable", sa.Boolean, nullable=False, default=False),  # Uncategorized
+    sa.Column("created_by", sa.String(128), nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("workspace_id", "name", name="uq_projects_workspace_name"),
+)
+
+user_groups = sa.Table(
+    "user_groups",
+    metadata,
+    sa.Column("id", Id32, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(128), nullable=False, unique=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+group_members = sa.Table(
+    "group_members",
+    metadata,
+    sa.Column("group_id", Id32, sa.ForeignKey("user_groups.id"), primary_key=True),
+    sa.Column("user_id", Id32, sa.ForeignKey("users.id"), primary_key=True, index=True),
+)
+
+role_assignments = sa.Table(
+    "role_assignments",
+    metadata,
+    sa.Column("id", Id32, primary_key=True, autoincrement=True),
+    sa.Column("role", sa.String(64), nullable=False),
+    sa.Column("user_id", Id32, sa.ForeignKey("users.id"), nullable=True, index=True),
+    sa.Column("group_id", Id32, sa.ForeignKey("user_groups.id"), nullable=True, index=True),
+    sa.Column("workspace_id", Id32, sa.ForeignKey("workspaces.id"), nullable=True),  # NULL: the whole cluster
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+pool_bindings = sa.Table(
+    "pool_bindings",
+    metadata,
+    sa.Column("pool", sa.String(128), primary_key=True),
+    sa.Column("workspace_id", Id32, sa.ForeignKey("workspaces.id"), primary_key=True),
 )

@@ -34,6 +34,17 @@ def config_text(config: ConfigSource) -> str:
     return config
 
 
+def placed(text: str, workspace: str | None, project: str | None) -> str:
+    """The config text with its `workspace` and `project` keys set to these (both or neither given)."""
+    if workspace is None and project is None:
+        return text
+    if workspace is None or project is None:
+        raise InvalidRequest("give both workspace and project (or neither: the experiment goes to "
+                             "Uncategorized/Uncategorized)")
+    data = read_source(text, "config")
+    return _dump({**data, "workspace": workspace, "project": project})
+
+
 def _read(path: pathlib.Path) -> str:
     try:
         text = path.read_text()

@@ -11,7 +11,7 @@ from stalwart.api.models.experiments import OrderBy as ListOrder, SortBy as List
 from stalwart.api.states import ExperimentState
 from stalwart.context import pack_context
 from stalwart.experimental import _master
-from stalwart.experimental._config import ConfigSource, config_text
+from stalwart.experimental._config import ConfigSource, config_text, placed
 from stalwart.experimental.checkpoint import Checkpoint
 from stalwart.experimental.experiment import Experiment
 from stalwart.experimental.metrics import TrialMetrics, iter_trial_metrics
@@ -34,16 +34,18 @@ class Stalwart:
         self._client.close()
 
     def create_experiment(self, config: ConfigSource, model_dir: PathLike, includes: Iterable[PathLike] | None = None,
-                          template: str | None = None, *, activate: bool = True) -> Experiment:
+                          template: str | None = None, *, activate: bool = True, workspace: str | None = None,
+                          project: str | None = None) -> Experiment:
         """Create and start an experiment from `config` (a dict, a path to a YAML file, or YAML text) with the code
         in `model_dir` (and the `includes` directories); with `activate=False` it waits, PAUSED, for `activate()`.
+        `workspace` and `project` (both or neither) place it, as the config's keys of those names do.
         Templates are not supported yet: `template` is refused."""
         if template is not None:
             raise InvalidRequest(f"template {template!r}: config templates are not supported by Stalwart yet; "
                                  f"merge the template's keys into the config instead")
         if includes is not None and isinstance(includes, (str, os.PathLike)):
             includes = [includes]
-        text = config_text(config)
+        text = placed(config_text(config), workspace, project)
         packed = pack_context(model_dir, list(includes or []))
         reply = self._client.create_experiment(text, base64.b64encode(packed.data).decode(), activate=activate)
         if reply.experiment is None:

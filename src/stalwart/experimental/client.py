@@ -56,11 +56,13 @@ def _session() -> Stalwart:
 
 def create_experiment(config: ConfigSource, model_dir: str | os.PathLike[str],
                       includes: Iterable[str | os.PathLike[str]] | None = None,
-                      template: str | None = None, *, activate: bool = True) -> Experiment:
+                      template: str | None = None, *, activate: bool = True, workspace: str | None = None,
+                      project: str | None = None) -> Experiment:
     """Create and start an experiment: `config` as a dict, a path to a YAML file or YAML text; the code in
-    `model_dir` (plus `includes`); `activate=False` leaves it PAUSED. `template` is refused until Stalwart has
-    config templates."""
-    return _session().create_experiment(config, model_dir, includes, template, activate=activate)
+    `model_dir` (plus `includes`); `activate=False` leaves it PAUSED; `workspace` and `project` (names, both or
+    neither) place it. `template` is refused until Stalwart has config templates."""
+    return _session().create_experiment(config, model_dir, includes, template, activate=activate,
+                                        workspace=workspace, project=project)
 
 
 def get_experiment(experiment_id: int) -> Experiment:

@@ -41,6 +41,8 @@ class Experiment:
         self.searcher_metric: str | None = None
         self.smaller_is_better: bool = True
         self.config: dict[str, Any] | None = None
+        self.workspace: str | None = None
+        self.project: str | None = None
 
     @property
     def id(self) -> int:
@@ -64,6 +66,8 @@ class Experiment:
         self.progress = model.progress
         self.searcher_metric = model.metric
         self.smaller_is_better = model.smaller_is_better
+        self.workspace = _text(getattr(model, "workspace", None))
+        self.project = _text(getattr(model, "project", None))
 
     def reload(self) -> None:
         detail = self._client.get_experiment(self._id)
@@ -88,6 +92,12 @@ class Experiment:
 
     def unarchive(self) -> None:
         self._hydrate(self._client.experiment_action(self._id, "unarchive").experiment)
+
+    def move_to_project(self, workspace_name: str, project_name: str) -> None:
+        """Move the experiment into project `project_name` of workspace `workspace_name` (its roles then apply)."""
+        target = self._client.project_by_name(workspace_name, project_name)
+        self._client.move_experiment(self._id, target.id)
+        self.reload()
 
     def delete(self) -> None:
         """Delete the experiment: its checkpoints' files from storage, then its records. Refused (InvalidStateError)
@@ -188,3 +198,7 @@ class Experiment:
 
     def __repr__(self) -> str:
         return f"Experiment(id={self._id})"
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None

@@ -21,10 +21,13 @@ from stalwart.master.routes import (
     contract,
     experiments,
     jobs,
+    oidc,
+    rbac,
     searcher,
     tasks,
     trials,
     users,
+    workspaces,
 )
 from stalwart.master.scheduling import scheduling
 from stalwart.master.service import Master
@@ -62,7 +65,9 @@ def create_app(settings: MasterSettings) -> FastAPI:
     app.add_middleware(AuditLog, master=m)
     errors.install(app)  # error answers (ErrorBody, 400 for validation, 500 keeping the connection): master/errors.py
 
-    for module in (cluster, experiments, trials, allocations, agents, checkpoints, searcher, jobs, tasks, users):
+    # workspaces before experiments: its POST /experiments/{id}/move must win over experiments' /{id}/{action}
+    for module in (cluster, workspaces, experiments, trials, allocations, agents, checkpoints, searcher, jobs, tasks,
+                   users, oidc, rbac):
         app.include_router(module.router)
     ui.install(app)
     app.openapi = lambda: contract.openapi_document(app)  # type: ignore[method-assign]

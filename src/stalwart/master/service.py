@@ -59,6 +59,8 @@ class Master:
         self.custom_searchers: dict[int, Any] = {}
         # token hash -> identity.sessions.Identity of live sessions (identity sits above this layer)
         self.session_cache: dict[str, Any] = {}
+        # user id -> [(role, workspace id or None)] (identity.authz), cleared with the session cache
+        self.roles_cache: dict[int, list[tuple[str, int | None]]] = {}
         self.cluster_id, self.secret = self._cluster_identity()
         self.cluster_token = settings.cluster_token or self._info("cluster_token")
 

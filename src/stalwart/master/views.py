@@ -31,6 +31,7 @@ def experiment(row: RowLike, trial_counts: dict[int, int] | None = None) -> View
         "error_message": row["error_message"],
         "created_at": row["created_at"],
         "ended_at": row["ended_at"],
+        "project_id": row.get("project_id"),
     }
     if trial_counts is not None:
         out["num_trials"] = trial_counts.get(row["id"], 0)

@@ -10,7 +10,19 @@ import pytest
 from stalwart.api.errors import InvalidRequest, StalwartError
 from stalwart.api.routes_table import ROUTES
 from stalwart.api.states import ExperimentState
-from stalwart.client import Client, agents, checkpoints, experiments, jobs, master, tasks, trials, users
+from stalwart.client import (
+    Client,
+    agents,
+    checkpoints,
+    experiments,
+    jobs,
+    master,
+    oidc,
+    tasks,
+    trials,
+    users,
+    workspaces,
+)
 from stalwart.client.endpoints import Route
 from tiny_http import Answer, TinyServer, json_answer
 
@@ -21,8 +33,8 @@ TRIAL = {"id": 9, "experiment_id": 4, "hparams": {"lr": 0.1}, "seed": 1, "state"
 
 
 def test_the_client_has_a_method_for_every_api_route_but_the_ui_and_the_document() -> None:
-    client_routes = {(v.method, v.template) for module in (agents, checkpoints, experiments, jobs, master, tasks,
-                                                           trials, users)
+    client_routes = {(v.method, v.template) for module in (agents, checkpoints, experiments, jobs, master, oidc, tasks,
+                                                           trials, users, workspaces)
                      for v in vars(module).values() if isinstance(v, Route)}
     api = {r.key for r in ROUTES if r.path.startswith("/api/v1/") and not r.path.startswith("/api/v1/ui/")
            and r.path != "/api/v1/openapi.json"}

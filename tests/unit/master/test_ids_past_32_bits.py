@@ -16,7 +16,10 @@ from stalwart.master.app import create_app
 from stalwart.master.settings import MasterSettings
 
 PAST_32_BITS = 3_000_000_000
-ID_PARAMS = {"exp_id", "trial_id", "cmd_id"}
+ID_PARAMS = {"exp_id", "trial_id", "cmd_id", "workspace_id", "project_id"}
+BODIES = {("POST", "/api/v1/experiments/{exp_id}/move"): {"destinationProjectId": 1},
+          ("POST", "/api/v1/workspaces/{workspace_id}/projects"): {"name": "p"}}
+"""Bodies a route needs to get as far as its id (others get `{}`)."""
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -28,21 +31,21 @@ def client(request, tmp_path):
         yield c
 
 
-def _cases() -> list[tuple[str, str]]:
+def _cases() -> list[tuple[str, str, dict | None]]:
     """Every API route of the user kind with an id path parameter (the others need tokens; see test_trust)."""
     out = []
     for spec in ROUTES:
         names = set(re.findall(r"\{(\w+)\}", spec.path))
         if spec.path.startswith("/api/") and spec.auth is AuthKind.USER and names & ID_PARAMS:
             url = re.sub(r"\{(\w+)\}", lambda m: str(PAST_32_BITS) if m.group(1) in ID_PARAMS else "pause", spec.path)
-            out.append((spec.method, url))
+            out.append((spec.method, url, BODIES.get(spec.key, {} if spec.method in ("POST", "PATCH") else None)))
     return out
 
 
 def test_every_user_route_answers_404_for_an_id_past_32_bits(client):
     answers = {}
-    for method, url in _cases():
-        reply = client.request(method, url, json={} if method in ("POST", "PATCH") else None)
+    for method, url, body in _cases():
+        reply = client.request(method, url, json=body)
         answers[f"{method} {url}"] = reply.status_code
     assert answers and all(code == 404 for code in answers.values()), answers
 

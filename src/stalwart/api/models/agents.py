@@ -33,6 +33,15 @@ class Registered(Response):
     agent_timeout: float = Field(gt=0)
 
 
+class RunAs(Response):
+    """The OS user and group a task runs as (its owner's link, else its workspace's default)."""
+
+    uid: int = Field(ge=0, le=2**31 - 1)
+    gid: int = Field(ge=0, le=2**31 - 1)
+    user: str = Field(max_length=64)
+    group: str = Field(max_length=64)
+
+
 class StartOrder(Response):
     """Everything an agent needs to start one container: entrypoint, environment, the info file."""
 
@@ -43,6 +52,8 @@ class StartOrder(Response):
     entrypoint: Any
     env: dict[str, str]
     info: JsonObject
+    run_as: RunAs | None = Field(default=None, description="run as this OS user (an agent that is not root refuses); "
+                                                           "none: as the agent's own user")
 
 
 class Actions(Response):

@@ -61,6 +61,9 @@ class BestValidation(Response):
 
 class Experiment(Response):
     id: Id
+    project_id: Id | None = None
+    workspace: str | None = Field(default=None, description="the name of its workspace")
+    project: str | None = Field(default=None, description="the name of its project")
     name: Name | None = None
     description: str | None = None
     notes: str | None = None

@@ -18,6 +18,10 @@ class UiExperiment(Experiment):
     searcher_progress: float | None = None
     can_edit: bool | None = Field(default=None, description="whether the caller may pause, kill or archive it "
                                                             "(edit_experiments: its owner and admins)")
+    project_id: int | None = Field(default=None, description="the project it is in")
+    project_name: str | None = None
+    workspace_id: int | None = Field(default=None, description="the workspace of its project")
+    workspace_name: str | None = None
 
 
 class ExperimentsPage(Response):

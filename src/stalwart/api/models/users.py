@@ -14,6 +14,19 @@ Password = Annotated[str, Field(max_length=1024)]
 DisplayName = Annotated[str, Field(max_length=256)]
 Description = Annotated[str, Field(max_length=1024)]
 Lifespan = Annotated[int, Field(ge=60, le=10 * 365 * 86400, description="seconds until the token expires")]
+OsId = Annotated[int, Field(ge=0, le=2**31 - 1, description="a POSIX user or group id")]
+OsName = Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[A-Za-z_][A-Za-z0-9_.-]*\$?$",
+                              description="a POSIX user or group name: a letter or '_' first, then letters, digits, "
+                                          "'_', '.', '-' (a trailing '$' allowed)")]
+
+
+class AgentUserGroup(Response):
+    """The OS user and group a user's tasks run as on agents that run as root (Determined's field names)."""
+
+    agentUid: int
+    agentGid: int
+    agentUser: str
+    agentGroup: str
 
 
 class User(Response):
@@ -26,6 +39,9 @@ class User(Response):
     modifiedAt: Timestamp | None = None
     lastAuthAt: Timestamp | None = None
     hasPassword: bool = False
+    agentUserGroup: AgentUserGroup | None = Field(
+        default=None, description="the OS user its tasks run as (`stalwart user link-with-agent-user`); none: the "
+                                  "workspace's, else the agent's own")
 
 
 class UserEnvelope(Response):
@@ -71,6 +87,15 @@ class SetPassword(Request):
     isHashed: bool = False
     oldPassword: Password | None = Field(
         default=None, description="one's own current password (not needed by an admin setting another's)")
+
+
+class LinkAgentUser(Request):
+    """Run this user's tasks as one OS user and group (on agents that run as root)."""
+
+    agentUid: OsId
+    agentGid: OsId
+    agentUser: OsName
+    agentGroup: OsName
 
 
 class Token(Response):

@@ -10,6 +10,7 @@ import json
 import urllib.parse
 
 from stalwart.master.identity import sessions
+from stalwart.master.queries import users as user_rows
 from stalwart.master.queries.rows import Conn
 from stalwart.master.service import Master
 
@@ -17,6 +18,11 @@ from stalwart.master.service import Master
 def owner_session(m: Master, conn: Conn, alloc, owner: str) -> str | None:
     """The owner's session for this allocation's tasks (None when the owner has no active account)."""
     return sessions.task_session(m, conn, owner, alloc["id"])
+
+
+def run_as(conn: Conn, owner: str, project_id: int | None) -> dict | None:
+    """The OS user the task runs as on a root agent: the owner's link, else its workspace's default, else None."""
+    return user_rows.agent_user_of(conn, owner, project_id)
 
 
 def base_env(m: Master, alloc, token: str, owner: str, task_id: str, task_type: str, container: dict,

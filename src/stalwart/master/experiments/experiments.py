@@ -52,8 +52,8 @@ def check_experiment(m: Master, config_text: str, archive: bytes, *,
 
 
 def create_experiment(m: Master, config_text: str, archive: bytes, *, activate: bool, owner: str,
-                      validate_only: bool = False,
-                      checked: NewExperiment | None = None) -> tuple[int | None, list[str]]:
+                      validate_only: bool = False, checked: NewExperiment | None = None,
+                      project_id: int = 1) -> tuple[int | None, list[str]]:
     """Validate everything first (unless `checked` is given: what `check_experiment` returned); store nothing
     unless all of it is fine."""
     new = checked or check_experiment(m, config_text, archive)
@@ -62,7 +62,7 @@ def create_experiment(m: Master, config_text: str, archive: bytes, *, activate: 
         return None, new.warnings
     try:
         exp_id = _store_experiment(m, new.config, config_text, archive, new.search, activate=activate, owner=owner,
-                                   resources=new.resources, pool=new.pool)
+                                   resources=new.resources, pool=new.pool, project_id=project_id)
     except BaseException:
         searchers.discard(new.search, m)
         raise
@@ -71,10 +71,11 @@ def create_experiment(m: Master, config_text: str, archive: bytes, *, activate: 
 
 
 def _store_experiment(m: Master, config: dict[str, Any], config_text: str, archive: bytes, search: SearchMethod, *,
-                      activate: bool, owner: str, resources: dict[str, Any], pool: str) -> int:
+                      activate: bool, owner: str, resources: dict[str, Any], pool: str, project_id: int) -> int:
     with m.db.begin() as conn:
         exp_id = experiment_rows.insert(
             conn,
+            project_id=project_id,
             name=config.get("name") or "",
             description=config.get("description"),
             labels=list(config.get("labels") or []),

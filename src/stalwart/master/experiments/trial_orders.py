@@ -6,7 +6,7 @@ import json
 
 from stalwart.config import views
 from stalwart.master.allocations import containers
-from stalwart.master.allocations.env import base_env, owner_session
+from stalwart.master.allocations.env import base_env, owner_session, run_as
 from stalwart.master.experiments import trials
 from stalwart.master.queries import experiments as experiment_rows, trials as trial_rows
 from stalwart.master.service import Master
@@ -74,4 +74,5 @@ def _trial_order(m: Master, conn, alloc, container: dict) -> dict:
         "entrypoint": config["entrypoint"],
         "env": env,
         "info": info,
+        "run_as": run_as(conn, exp["owner"], exp["project_id"]),
     }

@@ -70,7 +70,7 @@ async def login(m: Master, username: str, password: str, is_hashed: bool, *, kin
     cred = passwords.credential(password, is_hashed)
     stored = user["password_hash"] if user is not None else _DUMMY_HASH
     ok = await asyncio.to_thread(passwords.verify, stored, cred)
-    if user is None or not ok:
+    if user is None or not ok or user["remote"]:  # a single-sign-on user has no password here
         raise AuthError("invalid credentials: wrong user name or password")
     if not user["active"]:
         raise ForbiddenError(f"user {username} is not active: an admin can activate it "

@@ -63,8 +63,10 @@ def open_session(conn: Conn, user_id: int, kind: str, *, lifespan: float | None,
 
 
 def forget_all(m: Master) -> None:
-    """Drop the cache of live sessions: call after any change to users or sessions."""
+    """Drop the caches of live sessions and role assignments: call after any change to users, sessions, groups
+    or roles."""
     m.session_cache.clear()
+    m.roles_cache.clear()
 
 
 def _presented(request: Request) -> tuple[str | None, bool]:

@@ -20,11 +20,11 @@ def get(conn: Conn, cmd_id: int, what: str = "command") -> Row:
 
 
 def insert(conn: Conn, *, description: str, owner: str, config: dict[str, Any], archive: bytes, state: str,
-           created_at: float) -> int:
-    """Store a new command; its id."""
+           created_at: float, project_id: int = 1) -> int:
+    """Store a new command in `project_id`; its id."""
     key = conn.execute(t.commands.insert().values(
         description=description, owner=owner, config=config, archive=archive, state=state,
-        created_at=created_at)).inserted_primary_key
+        created_at=created_at, project_id=project_id)).inserted_primary_key
     assert key is not None
     return int(key[0])
 

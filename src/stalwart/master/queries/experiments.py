@@ -39,6 +39,7 @@ class ExperimentFilter:
     name: str | None = None
     include_archived: bool = False
     owner: str | None = None
+    project_ids: tuple[int, ...] | None = None  # only these projects' (None: every project's)
 
 
 def _has_label(conn: Conn, label: str) -> sa.ColumnElement[bool]:
@@ -61,6 +62,8 @@ def _conditions(conn: Conn, f: ExperimentFilter) -> list[sa.ColumnElement[bool]]
         where.append(c.archived.is_(False))
     if f.owner is not None:
         where.append(c.owner == f.owner)
+    if f.project_ids is not None:
+        where.append(c.project_id.in_(f.project_ids))
     return where
 
 
@@ -108,9 +111,10 @@ def context_archive(conn: Conn, exp_id: int) -> bytes | None:
 
 
 def insert(conn: Conn, *, name: str, description: str | None, labels: list[str], owner: str, config: dict[str, Any],
-           config_text: str, state: S, created_at: float) -> int:
-    """A new experiment (not archived, no progress, no searcher state yet); returns its id."""
+           config_text: str, state: S, created_at: float, project_id: int = 1) -> int:
+    """A new experiment (not archived, no progress, no searcher state yet) in `project_id`; returns its id."""
     return int(conn.execute(t.experiments.insert().values(
+        project_id=project_id,
         name=name, description=description, labels=labels, owner=owner, config=config, config_text=config_text,
         state=state.value, archived=False, progress=0.0, searcher_state=None, created_at=created_at,
     ).returning(t.experiments.c.id)).scalar_one())

@@ -37,8 +37,9 @@ def update_user(conn: Conn, user_id: int, **values: Any) -> None:
 
 
 def active_without_password(conn: Conn) -> list[str]:
-    """Names of the active accounts whose password is empty."""
-    q = sa.select(_U.username).where(_U.active.is_(True), _U.password_hash.is_(None)).order_by(_U.id)
+    """Names of the active accounts whose password is empty (single-sign-on users have none to log in with)."""
+    q = (sa.select(_U.username).where(_U.active.is_(True), _U.password_hash.is_(None), _U.remote.is_(False))
+         .order_by(_U.id))
     return list(conn.execute(q).scalars())
 
 
@@ -147,3 +148,32 @@ def audit_entries(conn: Conn, *, username: str | None = None, since: float | Non
         q = q.where(_A.timestamp >= since)
     rows = list(conn.execute(q.order_by(_A.id.desc()).limit(limit)).mappings().all())
     return rows[::-1]
+
+
+# -- the OS user a task runs as (issue 20) -----------------------------------------------------
+def set_agent_user(conn: Conn, user_id: int, link: dict[str, Any] | None, at: float) -> None:
+    """Link a user to an OS user (`{uid, gid, user, group}`), or unlink it (None)."""
+    link = link or {}
+    conn.execute(t.users.update().where(_U.id == user_id).values(
+        agent_uid=link.get("uid"), agent_gid=link.get("gid"), agent_user=link.get("user"),
+        agent_group=link.get("group"), modified_at=at))
+
+
+def _link_of(row: Any) -> dict[str, Any] | None:
+    if row is None or row.agent_uid is None or row.agent_gid is None:
+        return None
+    return {"uid": int(row.agent_uid), "gid": int(row.agent_gid), "user": row.agent_user or str(row.agent_uid),
+            "group": row.agent_group or str(row.agent_gid)}
+
+
+def agent_user_of(conn: Conn, owner: str, project_id: int | None) -> dict[str, Any] | None:
+    """The OS user a task of `owner` in project `project_id` runs as: the owner's link, else the project's
+    workspace's default, else None (the agent's own user)."""
+    cols = (_U.agent_uid, _U.agent_gid, _U.agent_user, _U.agent_group)
+    link = _link_of(conn.execute(sa.select(*cols).where(_U.username == owner)).first())
+    if link is not None or project_id is None:
+        return link
+    w, p = t.workspaces.c, t.projects.c
+    q = (sa.select(w.agent_uid, w.agent_gid, w.agent_user, w.agent_group)
+         .join(t.projects, p.workspace_id == w.id).where(p.id == project_id))
+    return _link_of(conn.execute(q).first())

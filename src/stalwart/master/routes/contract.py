@@ -79,7 +79,7 @@ def user_check(spec: RouteSpec) -> Callable[[Request], Awaitable[None]]:
     permission = spec.permission
     if permission is None:
         raise ValueError(f"{spec.method} {spec.path}: a user route without a permission")
-    if (permission.basic is Rule.OWNER and not authz.owner_key_in(spec.path)
+    if (permission.basic is Rule.OWNER and not authz.target_key_in(spec.path)
             and spec.key not in authz.CHECKED_BY_HANDLER):
         raise ValueError(f"{spec.method} {spec.path}: {permission.name} is granted to owners, but the path names no "
                          "object whose owner the check can find (add it to identity.authz)")

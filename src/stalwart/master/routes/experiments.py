@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
+from stalwart.api import permissions as P
 from stalwart.api.errors import InvalidRequest, NotFoundError
 from stalwart.api.models.experiments import (
     ContinueExperiment,
@@ -19,13 +20,21 @@ from stalwart.api.models.experiments import (
     SortBy,
 )
 from stalwart.api.states import ExperimentState
+from stalwart.config import views as config_views
 from stalwart.master import offload, views
 from stalwart.master.experiments import continuing, deleting, editing, experiments
-from stalwart.master.queries import checkpoints as checkpoint_rows, experiments as experiment_rows, trials as trial_rows
+from stalwart.master.identity import authz
+from stalwart.master.queries import (
+    checkpoints as checkpoint_rows,
+    experiments as experiment_rows,
+    trials as trial_rows,
+    workspaces as wq,
+)
 from stalwart.master.routes.common import IdPath, Limit, Offset, master, owner_of_new
 from stalwart.master.routes.contract import route
 from stalwart.master.scheduling import fit
 from stalwart.master.service import Master
+from stalwart.master.workspaces import placement
 
 router = APIRouter(prefix="/api/v1/experiments", tags=["experiments"])
 
@@ -61,12 +70,19 @@ async def create(request: Request, payload: CreateExperiment) -> dict:
         raise InvalidRequest("config: required, the experiment config as YAML text")
     # Off the event loop: decoding a big context, and reading the archive (in a worker process, see offload).
     archive, checked = await asyncio.to_thread(_check, m, payload.config, payload.context)
+    with m.db.begin() as conn:  # where it goes: the config's workspace and project, and a pool usable there
+        project = placement.project_for(conn, checked.config)
+        authz.require(m, request.state.identity, P.CREATE_EXPERIMENTS, placement.target(project))
+        resources = checked.config.get("resources") or {}
+        checked.pool = placement.pool_for(conn, project, resources.get("resource_pool"), checked.pool,
+                                          config_views.slots_per_trial(checked.config))
     exp_id, warnings = experiments.create_experiment(
         m, payload.config, archive,
         activate=payload.activate,
         owner=owner,
         validate_only=payload.validate_only,
         checked=checked,
+        project_id=project["id"],
     )
     if exp_id is None:
         return {"experiment": None, "warnings": warnings}
@@ -78,6 +94,7 @@ async def create(request: Request, payload: CreateExperiment) -> dict:
 
 Values = Annotated[list[str] | None, Query(max_length=100, description="repeat the key, or separate with commas")]
 NameQuery = Annotated[str | None, Query(max_length=512, description="a substring of the name (any case)")]
+PlaceQuery = Annotated[str | None, Query(max_length=128, description="a workspace's (or project's) name")]
 OwnerQuery = Annotated[str | None, Query(max_length=128, description="only this owner's experiments")]
 
 
@@ -99,17 +116,49 @@ def _states(values: list[str] | None) -> tuple[str, ...]:
 @route(router, "GET")
 async def list_experiments(request: Request, limit: Limit = 200, offset: Offset = 0, states: Values = None,
                            labels: Values = None, name: NameQuery = None, include_archived: bool = False,
-                           owner: OwnerQuery = None, sort_by: SortBy = "id", order_by: OrderBy = "desc") -> dict:
+                           owner: OwnerQuery = None, sort_by: SortBy = "id", order_by: OrderBy = "desc",
+                           workspace: PlaceQuery = None, project: PlaceQuery = None) -> dict:
     """Filters and sorting run in SQL: any of `states`, all of `labels`, `name` a substring, archived experiments
-    only with include_archived (Determined's `e list --all`)."""
-    where = experiment_rows.ExperimentFilter(states=_states(states), labels=_split(labels), name=name or None,
-                                             include_archived=include_archived, owner=owner)
+    only with include_archived (Determined's `e list --all`), only those of a `workspace` (and `project` in it).
+    In rbac mode, only the experiments of workspaces the caller may view."""
     m = master(request)
     with m.db.begin() as conn:
+        projects = _listed_projects(m, conn, request.state.identity, workspace, project)
+        where = experiment_rows.ExperimentFilter(states=_states(states), labels=_split(labels), name=name or None,
+                                                 include_archived=include_archived, owner=owner, project_ids=projects)
         rows, total = experiment_rows.page(conn, limit=limit, offset=offset, where=where, sort_by=sort_by,
                                            descending=order_by == "desc")
         counts = trial_rows.counts_by_experiment(conn)
-    return {"experiments": [views.experiment(r, counts) for r in rows], "total": total}
+        places = wq.places_of_experiments(conn, [r["id"] for r in rows])
+    return {"experiments": [_placed(views.experiment(r, counts), places) for r in rows], "total": total}
+
+
+def _listed_projects(m: Master, conn: Any, ident: Any, workspace: str | None,
+                     project: str | None) -> tuple[int, ...] | None:
+    """The projects a list may show: those the filters name, within the workspaces the caller may view."""
+    if project is not None and workspace is None:
+        raise InvalidRequest("project: give the workspace too (?workspace=W&project=P)")
+    viewable = authz.viewable_workspaces(m, ident, P.VIEW_EXPERIMENTS)
+    if workspace is None:
+        return None if viewable is None else tuple(wq.project_ids_in(conn, viewable))
+    ws = wq.workspace_by_name(conn, workspace)
+    if ws is None:
+        raise InvalidRequest(f"workspace: no workspace named {workspace!r} (see `stalwart workspace list`)")
+    if viewable is not None and ws["id"] not in viewable:
+        return ()
+    if project is None:
+        return tuple(wq.project_ids_in(conn, {ws["id"]}))
+    pj = wq.project_by_name(conn, ws["id"], project)
+    if pj is None:
+        raise InvalidRequest(f"project: workspace {workspace} has no project named {project!r}")
+    return (pj["id"],)
+
+
+def _placed(view: dict[str, Any], places: dict[int, Any]) -> dict[str, Any]:
+    place = places.get(view["id"])
+    if place is not None:
+        view.update(workspace=place["workspace"], project=place["project"])
+    return view
 
 
 @route(router, "GET", "/{exp_id}")
@@ -121,8 +170,9 @@ async def describe(request: Request, exp_id: IdPath) -> dict:
         summaries = views.trial_summaries(conn, [tr["id"] for tr in trials])
         best = views.best_validation(conn, row)
         fits = fit.experiment_warnings(conn, row)
+        placed = _placed(views.experiment(row), wq.places_of_experiments(conn, [exp_id]))
     return {
-        "experiment": {**views.experiment(row), "best_validation": best, "warnings": fits},
+        "experiment": {**placed, "best_validation": best, "warnings": fits},
         "config": row["config"],
         "trials": [views.trial(tr, summaries.get(tr["id"])) for tr in trials],
     }

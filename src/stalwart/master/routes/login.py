@@ -53,15 +53,17 @@ def login_redirect(request: Request) -> Response:
     return response
 
 
-def _login_page(next_path: str, *, error: str | None = None, username: str = "", status: int = 200) -> Response:
+def _login_page(request: Request, next_path: str, *, error: str | None = None, username: str = "",
+                status: int = 200) -> Response:
+    oidc = master(request).settings.cluster.oidc
     return pages.render("login.html", title="Sign in", page="login", status=status, next_path=next_path,
-                        error=error, username=username)
+                        error=error, username=username, sso_provider=oidc.provider if oidc.enabled else None)
 
 
 @route(router, "GET", "/login")
 async def login_page(request: Request) -> Response:
     """The sign-in form; `?next=` is the page to go to afterwards (a path on this master)."""
-    return _login_page(safe_next(request.query_params.get("next")))
+    return _login_page(request, safe_next(request.query_params.get("next")))
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -81,14 +83,20 @@ async def login(request: Request) -> Response:
     username = form.get("username", "").strip()
     if not username or len(username) > MAX_NAME:
         why = "user name: required" if not username else f"user name: at most {MAX_NAME} characters"
-        return _login_page(next_path, error=f"{why} (post the form's username and password fields)",
+        return _login_page(request, next_path, error=f"{why} (post the form's username and password fields)",
                            username=username[:MAX_NAME], status=400)
     audit.mark(request, username, f"user {username}")
     try:
         token, _user = await accounts.login(master(request), username, form.get("password", ""), is_hashed=False)
     except (AuthError, ForbiddenError) as err:
-        return _login_page(next_path, error=err.message, username=username, status=err.http_status)
+        return _login_page(request, next_path, error=err.message, username=username, status=err.http_status)
     response = RedirectResponse(next_path, status_code=303, headers=dict(pages.SECURITY_HEADERS))
+    set_session_cookies(request, response, token)
+    return response
+
+
+def set_session_cookies(request: Request, response: Response, token: str) -> None:
+    """Give the browser a login session: its cookie (HttpOnly) and its CSRF token's (readable by the page)."""
     secure = request.url.scheme == "https"
     lifespan = int(sessions.LOGIN_LIFESPAN_S)
     response.set_cookie(sessions.COOKIE, token, max_age=lifespan, path="/", httponly=True, samesite="lax",
@@ -96,7 +104,6 @@ async def login(request: Request) -> Response:
     csrf = sessions.csrf_token(master(request), sessions.hash_token(token))
     response.set_cookie(sessions.CSRF_COOKIE, csrf, max_age=lifespan, path="/", httponly=False, samesite="lax",
                         secure=secure)
-    return response
 
 
 @route(router, "POST", "/logout")

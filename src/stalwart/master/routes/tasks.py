@@ -13,16 +13,19 @@ import yaml
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import StreamingResponse
 
+from stalwart.api import permissions as P
 from stalwart.api.errors import InvalidRequest, NotFoundError
 from stalwart.api.models.common import MAX_ID
 from stalwart.api.models.tasks import CreateCommand
 from stalwart.master import offload
+from stalwart.master.identity import authz
 from stalwart.master.queries import allocations as allocation_rows, commands as command_rows, jobs as job_rows
 from stalwart.master.routes.common import AfterId, IdPath, master, owner_of_new
 from stalwart.master.routes.contract import route
 from stalwart.master.scheduling import jobs
 from stalwart.master.service import Master
 from stalwart.master.tasks import commands
+from stalwart.master.workspaces import placement
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
 
@@ -84,7 +87,10 @@ async def create(request: Request, payload: CreateCommand) -> dict[str, Any]:
     config = _config(payload.config)
     # Off the event loop: decoding a big context, and reading the archive (in a worker process, see offload).
     archive, checked = await asyncio.to_thread(_check, m, config, payload.context or None)
-    cmd_id = commands.create_command(m, config, archive, owner, checked=checked)
+    with m.db.begin() as conn:  # commands go to Uncategorized; creating one there needs create_commands
+        project = placement.project_for(conn, {})
+    authz.require(m, request.state.identity, P.CREATE_COMMANDS, placement.target(project))
+    cmd_id = commands.create_command(m, config, archive, owner, checked=checked, project=project)
     return {"command": _describe(m, cmd_id)}
 
 

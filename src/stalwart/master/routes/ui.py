@@ -26,7 +26,7 @@ from stalwart.master.queries import users as user_queries
 from stalwart.master.routes.common import IdPath, master
 from stalwart.master.routes.contract import route
 from stalwart.master.service import Master
-from stalwart.master.ui import audit_view, models, pages, trial_models
+from stalwart.master.ui import audit_view, models, pages, trial_models, workspace_models
 from stalwart.master.ui.metrics_index import MetricsIndex
 from stalwart.master.ui.viewer import viewer_of
 
@@ -46,7 +46,8 @@ Interval = Annotated[float, Query(ge=0, le=3600, allow_inf_nan=False,
 HtmlId = Annotated[str, Path(description="an experiment, trial or task id")]
 
 LIST_PARAMS = {"q": str, "state": str, "label": str, "owner": str, "archived": str, "sort": str, "order": str,
-               "limit": int, "offset": int}
+               "limit": int, "offset": int, "project": int}
+ProjectQuery = Annotated[int | None, Query(ge=0, le=MAX_ID, description="only the experiments of this project")]
 EXP_PARAMS = {"sort": str, "order": str, "limit": int, "offset": int}
 
 
@@ -67,21 +68,36 @@ def _builder(request: Request, page: Page, ident: int | None, params: dict[str, 
     m: Master = master(request)
     caller: Identity = request.state.identity
     if page == "experiments":
-        return lambda: _with_can_edit(caller, models.experiments_page(m, _idx(request), **params))
+        scope = _experiment_scope(m, caller)
+        return lambda: _with_can_edit(m, caller, models.experiments_page(m, _idx(request), workspaces=scope, **params))
     if page == "cluster":
         return lambda: trial_models.cluster_page(m)
     if ident is None:
         raise InvalidRequest(f"id: required for page={page}")
     if page == "experiment":
         exp_params = {k: v for k, v in params.items() if k in EXP_PARAMS}
-        return lambda: _with_can_edit(caller, models.experiment_page(m, _idx(request), ident, **exp_params))
+        return lambda: _with_can_edit(m, caller, models.experiment_page(m, _idx(request), ident, **exp_params))
     return lambda: trial_models.trial_page(m, _idx(request), ident)
 
 
-def _with_can_edit(caller: Identity, model: dict[str, Any]) -> dict[str, Any]:
+def _may_view(request: Request) -> workspace_models.Visible:
+    """May the caller see a workspace (and its projects)? Pages leave out, or answer 404 for, the others."""
+    seen = authz.viewable_workspaces(master(request), request.state.identity, P.VIEW_WORKSPACES)
+    return lambda workspace_id: seen is None or workspace_id in seen
+
+
+def _experiment_scope(m: Master, caller: Identity) -> set[int] | None:
+    """The workspaces whose experiments `caller` may list (with roles, those where it has view_experiments);
+    None: every one."""
+    return authz.viewable_workspaces(m, caller, P.VIEW_EXPERIMENTS)
+
+
+def _with_can_edit(m: Master, caller: Identity, model: dict[str, Any]) -> dict[str, Any]:
     """Mark each experiment of a page model with whether `caller` may pause, kill or archive it."""
-    for exp in [*model.get("experiments", ()), *([model["experiment"]] if "experiment" in model else [])]:
-        exp["can_edit"] = authz.allowed(caller, P.EDIT_EXPERIMENTS, exp.get("owner"))
+    shown = [*model.get("experiments", ()), *([model["experiment"]] if "experiment" in model else [])]
+    targets = authz.experiment_targets(m, shown)
+    for exp in shown:
+        exp["can_edit"] = authz.allowed(m, caller, P.EDIT_EXPERIMENTS, targets[int(exp["id"])])
     return model
 
 
@@ -131,6 +147,10 @@ def _page(request: Request, template: str, title: str, page: str, ident: str | N
             model = _builder(request, "experiment", _page_id(ident, page), _query(request, EXP_PARAMS))()
         elif page == "trial" and ident is not None:
             model = _builder(request, "trial", _page_id(ident, page), {})()
+        elif page == "project" and ident is not None:
+            head = workspace_models.project_head(master(request), _may_view(request), _page_id(ident, page))
+            params = {**_query(request, LIST_PARAMS), "project": head["id"]}
+            model = {**_builder(request, "experiments", None, params)(), "project": head}
     except StalwartError as err:
         return pages.error_page(err.http_status, err.message, err.details, viewer=viewer_of(request))
     preload: list[str] = []
@@ -140,8 +160,11 @@ def _page(request: Request, template: str, title: str, page: str, ident: str | N
     elif page == "trial":
         title = f"Trial {ident} · {model['experiment']['name']}"
         preload = [u for u in model["series_urls"].values() if u]
-    return pages.render(template, title=title, page=page, model=model, ident=ident,
-                        entry=template.replace(".html", ".js"), preload=preload, viewer=viewer_of(request))
+    elif page == "project":
+        title = f"{model['project']['name']} · {model['project']['workspace_name']}"
+    entry = "experiments.js" if page == "project" else template.replace(".html", ".js")
+    return pages.render(template, title=title, page=page, model=model, ident=ident, entry=entry, preload=preload,
+                        viewer=viewer_of(request), project=model.get("project"))
 
 
 @route(router, "GET", "/")
@@ -172,6 +195,33 @@ async def audit_page(request: Request) -> Response:
         rows = user_queries.audit_entries(conn, username=user, limit=limit)
     return pages.render("audit.html", title="Audit log", page="audit", entries=audit_view.rows(rows), user=user or "",
                         limit=limit, viewer=viewer_of(request))
+
+
+@route(router, "GET", "/workspaces")
+async def workspaces_page(request: Request) -> Response:
+    """The workspaces the caller may see, with their projects and experiments counted; `?archived=true` also
+    the archived ones."""
+    archived = request.query_params.get("archived", "") == "true"
+    model = workspace_models.workspaces_page(master(request), _may_view(request), archived=archived)
+    return pages.render("workspaces.html", title="Workspaces", page="workspaces", viewer=viewer_of(request), **model)
+
+
+@route(router, "GET", "/workspaces/{workspace_id}")
+async def workspace_page(request: Request, workspace_id: HtmlId) -> Response:
+    """One workspace: its projects, each with its experiments counted."""
+    try:
+        ws_id = _page_id(workspace_id, "workspace")
+        model = workspace_models.workspace_page(master(request), _may_view(request), ws_id)
+    except StalwartError as err:
+        return pages.error_page(err.http_status, err.message, err.details, viewer=viewer_of(request))
+    return pages.render("workspace.html", title=f"{model['workspace']['name']} · workspace", page="workspace",
+                        viewer=viewer_of(request), **model)
+
+
+@route(router, "GET", "/projects/{project_id}")
+async def project_page(request: Request, project_id: HtmlId) -> Response:
+    """One project: its experiments, as the experiments list shows them (filters, sorting, bulk actions)."""
+    return _page(request, "project.html", "Project", "project", project_id)
 
 
 @route(router, "GET", "/experiments/{exp_id}/trials/{trial_id}")
@@ -227,10 +277,12 @@ async def static(version: str, path: str) -> Response:
 @route(router, "GET", "/api/v1/ui/experiments")
 async def experiments_model(request: Request, q: Text = None, state: Word = None, label: Text = None,
                             owner: Text = None, archived: Word = None, sort: Word = None, order: Word = None,
-                            limit: PageLimit = None, offset: PageOffset = None) -> Response:
-    """Experiments filtered (q, state, label, owner, archived=true|false|all), sorted and paged server-side."""
+                            limit: PageLimit = None, offset: PageOffset = None, project: ProjectQuery = None
+                            ) -> Response:
+    """Experiments filtered (q, state, label, owner, archived=true|false|all, project), sorted and paged
+    server-side."""
     params = _given(q=q, state=state, label=label, owner=owner, archived=archived, sort=sort, order=order,
-                    limit=limit, offset=offset)
+                    limit=limit, offset=offset, project=project)
     return _json(request, _builder(request, "experiments", None, params)())
 
 
@@ -276,11 +328,11 @@ async def status(request: Request) -> Mapping[str, object]:
 async def events(request: Request, page: Annotated[Page, Query()], id: IdQuery = None, interval: Interval = 1.0,
                  q: Text = None, state: Word = None, label: Text = None, owner: Text = None,
                  archived: Word = None, sort: Word = None, order: Word = None, limit: PageLimit = None,
-                 offset: PageOffset = None) -> StreamingResponse:
+                 offset: PageOffset = None, project: ProjectQuery = None) -> StreamingResponse:
     """Server-sent events: `model` with the page's JSON model whenever it changes (checked every `interval` s);
-    the page's query values (q, state, ... offset) as its JSON model route takes them."""
+    the page's query values (q, state, ... offset, project) as its JSON model route takes them."""
     params = _given(q=q, state=state, label=label, owner=owner, archived=archived, sort=sort, order=order,
-                    limit=limit, offset=offset)
+                    limit=limit, offset=offset, project=project)
     build = _builder(request, page, id, params)
     build()  # a missing id or a bad parameter answers 404/400 here, not inside the stream
     every = min(max(interval, 0.2), 10.0)

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Path, Query, Request
 from stalwart.api import permissions as P
 from stalwart.api.errors import AuthError, InvalidRequest, NotFoundError
 from stalwart.api.models.common import MAX_ID, Timestamp
-from stalwart.api.models.users import CreateToken, CreateUser, Login, PatchUser, SetPassword, Username
+from stalwart.api.models.users import CreateToken, CreateUser, LinkAgentUser, Login, PatchUser, SetPassword, Username
 from stalwart.master.identity import accounts, audit, authz, sessions
 from stalwart.master.identity.sessions import Identity
 from stalwart.master.queries import users as q
@@ -35,9 +35,18 @@ def identity(request: Request) -> Identity:
 
 def user_view(row: Row) -> dict[str, Any]:
     return {"id": row["id"], "username": row["username"], "displayName": row["display_name"],
-            "admin": bool(row["admin"]), "active": bool(row["active"]), "remote": False,
+            "admin": bool(row["admin"]), "active": bool(row["active"]), "remote": bool(row["remote"]),
             "modifiedAt": row["modified_at"], "lastAuthAt": row["last_auth_at"],
-            "hasPassword": row["password_hash"] is not None}
+            "hasPassword": row["password_hash"] is not None, "agentUserGroup": agent_user_view(row)}
+
+
+def agent_user_view(row: Row) -> dict[str, Any] | None:
+    """The OS user a user's tasks run as (Determined's agentUserGroup), or None when it has no link."""
+    if row["agent_uid"] is None or row["agent_gid"] is None:
+        return None
+    return {"agentUid": row["agent_uid"], "agentGid": row["agent_gid"],
+            "agentUser": row["agent_user"] or str(row["agent_uid"]),
+            "agentGroup": row["agent_group"] or str(row["agent_gid"])}
 
 
 def token_view(row: Row) -> dict[str, Any]:
@@ -100,7 +109,7 @@ async def patch_user(request: Request, username: UserPath, payload: PatchUser) -
     for key in ("admin", "active"):
         value = getattr(payload, key)
         if value is not None:
-            authz.require(identity(request), P.MANAGE_USERS)
+            authz.require(master(request), identity(request), P.MANAGE_USERS)
             changes[key] = value
     return {"user": user_view(accounts.edit_user(master(request), username, changes))}
 
@@ -125,7 +134,7 @@ async def create_token(request: Request, payload: CreateToken) -> dict:
     username = payload.username or ident.username
     audit.mark(request, ident.username, f"user {username}")
     if username != ident.username:
-        authz.require(ident, P.MANAGE_ALL_TOKENS)
+        authz.require(m, ident, P.MANAGE_ALL_TOKENS)
     lifespan = float(payload.lifespan) if payload.lifespan else sessions.TOKEN_LIFESPAN_S
     with m.db.begin() as conn:
         user = accounts.get_user(conn, username)
@@ -142,7 +151,7 @@ async def create_token(request: Request, payload: CreateToken) -> dict:
 async def list_tokens(request: Request, show_all: AllTokens = False) -> dict:
     m, ident = master(request), identity(request)
     if show_all:
-        authz.require(ident, P.MANAGE_ALL_TOKENS)
+        authz.require(m, ident, P.MANAGE_ALL_TOKENS)
     with m.db.begin() as conn:
         rows = q.tokens(conn, None if show_all else ident.user_id)
     return {"tokens": [token_view(r) for r in rows]}
@@ -168,3 +177,26 @@ async def audit_log(request: Request, user: ForUser = None, since: Since = None,
     with master(request).db.begin() as conn:
         rows = q.audit_entries(conn, username=user, since=since, limit=limit)
     return {"entries": [dict(r) for r in rows]}
+
+
+# -- the OS user a user's tasks run as ----------------------------------------------------------
+@route(router, "POST", "/users/{username}/agent-user")
+async def link_agent_user(request: Request, username: UserPath, payload: LinkAgentUser) -> dict:
+    """Run USERNAME's tasks as this OS user and group on agents that run as root (admins only)."""
+    return {"user": _set_agent_user(request, username, {"uid": payload.agentUid, "gid": payload.agentGid,
+                                                        "user": payload.agentUser, "group": payload.agentGroup})}
+
+
+@route(router, "DELETE", "/users/{username}/agent-user")
+async def unlink_agent_user(request: Request, username: UserPath) -> dict:
+    """Forget USERNAME's OS user: its tasks run as its workspace's default, else as the agent's user."""
+    return {"user": _set_agent_user(request, username, None)}
+
+
+def _set_agent_user(request: Request, username: str, link: dict[str, Any] | None) -> dict[str, Any]:
+    m = master(request)
+    audit.mark(request, identity(request).username, f"user {username}")
+    with m.db.begin() as conn:
+        user = accounts.get_user(conn, username)
+        q.set_agent_user(conn, user["id"], link, time.time())
+        return user_view(accounts.get_user(conn, username))

@@ -15,11 +15,12 @@ from stalwart.config._schema import Field, Problems, any_map, check_section, int
 from stalwart.config.sections import slot_count
 from stalwart.context import ArchiveLimits, validate_archive
 from stalwart.master.allocations import lifecycle
-from stalwart.master.allocations.env import base_env, owner_session
+from stalwart.master.allocations.env import base_env, owner_session, run_as
 from stalwart.master.queries import allocations as allocation_rows, commands as command_rows
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.scheduling import jobs
 from stalwart.master.service import Master, new_id, now
+from stalwart.master.workspaces import placement
 
 ACTIVE, COMPLETED, ERROR, CANCELED = "ACTIVE", "COMPLETED", "ERROR", "CANCELED"
 
@@ -75,16 +76,20 @@ def _slots(res: dict[str, Any]) -> int:
     return 1 if slots is None else int(slots)
 
 
-def create_command(m: Master, config: dict, archive: bytes | None, owner: str, *, checked: dict | None = None) -> int:
-    """Store a new command and its allocation; `checked` is what `check_command` returned, if it ran already."""
+def create_command(m: Master, config: dict, archive: bytes | None, owner: str, *, checked: dict | None = None,
+                   project: Row | None = None) -> int:
+    """Store a new command and its allocation in `project` (Uncategorized when None); `checked` is what
+    `check_command` returned, if it ran already."""
     cfg = checked if checked is not None else check_command(m, config, archive)
     res = cfg["resources"] or {}
     slots = _slots(res)
     pool = jobs.resolve_pool(m, res.get("resource_pool") or None, slots)
     with m.db.begin() as conn:
+        project = project or placement.project_for(conn, {})
+        pool = placement.pool_for(conn, project, res.get("resource_pool"), pool, slots)
         cmd_id = command_rows.insert(
             conn, description=cfg["description"][:512], owner=owner, config=cfg, archive=archive or _empty_archive(),
-            state=ACTIVE, created_at=now())
+            state=ACTIVE, created_at=now(), project_id=project["id"])
         jobs.create_job(m, conn, jobs.COMMAND, cmd_id, res, pool)
         allocation_rows.insert_pending(conn, new_id(), trial_id=None, command_id=cmd_id, run_id=1, slots=slots,
                                        created_at=now())
@@ -144,4 +149,5 @@ def start_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any]) ->
             "session_token": token, "user_token": user_token, "task_type": "COMMAND", "latest_checkpoint": None,
             "trial": None, "entrypoint": cfg["entrypoint"]}
     return {"allocation_id": alloc["id"], "trial_id": None, "slot_ids": list(container["slot_ids"] or []),
-            "entrypoint": cfg["entrypoint"], "env": env, "info": info}
+            "entrypoint": cfg["entrypoint"], "env": env, "info": info,
+            "run_as": run_as(conn, cmd["owner"], cmd["project_id"])}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
@@ -17,7 +17,7 @@ from stalwart.db import tables as t
 from stalwart.master import views
 from stalwart.master.scheduling import fit
 from stalwart.master.service import Master
-from stalwart.master.ui import metric_choice
+from stalwart.master.ui import metric_choice, workspace_models
 from stalwart.master.ui.metrics_index import MetricsIndex, TrialStats
 from stalwart.searcher.space import HParamSpace
 
@@ -146,19 +146,27 @@ def experiment_filters(conn: sa.Connection, q: str = "", state: str = "", label:
 
 def experiments_page(m: Master, idx: MetricsIndex | None, *, q: str = "", state: str = "", label: str = "",
                      owner: str = "", archived: str = "false", sort: str = "id", order: str = "desc", limit: int = 50,
-                     offset: int = 0) -> JsonObject:
-    """The experiments list: filtered, sorted and paged, each with its best validation when the index is built."""
+                     offset: int = 0, project: int | None = None, workspaces: Collection[int] | None = None
+                     ) -> JsonObject:
+    """The experiments list: filtered, sorted and paged, each with its best validation when the index is built
+    and its workspace and project; only those of `project` when given, only those in `workspaces` (the ones the
+    caller may see) when given."""
     _check_sort(sort, order, EXP_SORTS, "experiments")
     _page(limit, offset)
     now = time.time()
     built = ready_index(idx)
     with m.db.begin() as conn:
         where = experiment_filters(conn, q, state, label, owner, archived)
+        if project is not None:
+            where.append(E.project_id == project)
+        if workspaces is not None:
+            where.append(E.project_id.in_(sa.select(t.projects.c.id).where(t.projects.c.workspace_id.in_(
+                sorted(workspaces)))))
         total = conn.execute(sa.select(sa.func.count()).select_from(t.experiments).where(*where)).scalar()
         n_trials = (sa.select(sa.func.count()).select_from(t.trials)
                     .where(t.trials.c.experiment_id == E.id).scalar_subquery())
         cols = [E.id, E.name, E.description, E.labels, E.owner, E.state, E.archived, E.progress, E.config,
-                E.error_message, E.created_at, E.ended_at, n_trials.label("num_trials")]
+                E.error_message, E.created_at, E.ended_at, E.project_id, n_trials.label("num_trials")]
         base = sa.select(*cols).where(*where)
         direction = sa.desc if order == "desc" else sa.asc
         if sort == "best":
@@ -176,14 +184,17 @@ def experiments_page(m: Master, idx: MetricsIndex | None, *, q: str = "", state:
             d["num_trials"] = r["num_trials"]
             d["duration_s"] = _duration(r, now)
             d["best"] = built.experiment_best(r["id"], d["metric"], d["smaller_is_better"]) if built else None
+            d["project_id"] = r["project_id"]
             items.append(d)
         if sort == "best":
             items.sort(key=lambda d: _sort_key(d["best"]["value"] if d["best"] else None), reverse=order == "desc")
             items = items[offset:offset + limit]
         done = work_done(conn, [d["id"] for d in items if d["state"] in ENDED_EARLY])
-    items = [show_progress(d, done) for d in items]
+        where_is = workspace_models.places(conn, (d["project_id"] for d in items))
+    items = [show_progress(d, done) | where_is.get(d["project_id"], {}) for d in items]
     return {"experiments": items, "total": total, "offset": offset, "limit": limit, "sort": sort, "order": order,
-            "filters": {"q": q, "state": state, "label": label, "owner": owner, "archived": archived},
+            "filters": {"q": q, "state": state, "label": label, "owner": owner, "archived": archived,
+                        **({"project": str(project)} if project is not None else {})},
             "states": list(STATES), "index_ready": built is not None}
 
 
@@ -221,6 +232,7 @@ def experiment_page(m: Master, idx: MetricsIndex | None, exp_id: int, *, sort: s
     with m.db.begin() as conn:
         row = Master.get_row(conn, t.experiments, exp_id, "experiment")
         head = experiment_head(row, idx, now)
+        head.update(workspace_models.places(conn, [row["project_id"]]).get(row["project_id"], {}))
         head["warnings"] = fit.experiment_warnings(conn, row)
         show_progress(head, work_done(conn, [exp_id] if row["state"] in ENDED_EARLY else []))
         tc = t.trials.c

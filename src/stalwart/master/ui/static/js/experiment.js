@@ -26,7 +26,10 @@ function renderHead() {
   const q = job || model.job_placeholder || {};
   const byState = Object.entries(s.trials_by_state).map(([k, v]) => `${v} ${k.toLowerCase()}`).join(", ") || "none yet";
   const facts = [
-    ["ID", e.id], ["Owner", e.owner], ["Labels", labelChips(e.labels)], ["Description", e.description || "—"],
+    ["ID", e.id], ["Owner", e.owner],
+    ["Workspace", e.workspace_id ? el("a", { href: `/workspaces/${e.workspace_id}`, text: e.workspace_name }) : "—"],
+    ["Project", e.project_id ? el("a", { href: `/projects/${e.project_id}`, text: e.project_name }) : "—"],
+    ["Labels", labelChips(e.labels)], ["Description", e.description || "—"],
     ["Searcher", `${s.name} on ${s.metric} (${s.smaller_is_better ? "smaller" : "larger"} is better)`],
     ["Searcher progress", progressBar(e.progress, e.state)],
     ["Best", e.best ? el("span", {}, fmtNum(e.best.value), " (", el("a", { href: `/trials/${e.best.trial_id}`, text: `trial ${e.best.trial_id}` }), ")")
@@ -46,13 +49,18 @@ function renderHead() {
   const readOnly = e.can_edit === false;  // the master would refuse: edit_experiments is the owner's and admins'
   for (const b of document.querySelectorAll("#actions button")) {
     b.disabled = readOnly || !enable[b.dataset.action];
-    b.title = readOnly ? `Only ${e.owner} (the owner) or an admin may do this (edit_experiments)` : "";
+    b.title = readOnly ? `You may not change this experiment: ${whoMay(e)}` : "";
     if (b.dataset.action === "archive") b.textContent = e.archived ? "Unarchive" : "Archive";
   }
   const note = $("#actions-note");
   note.hidden = !readOnly;
-  note.textContent = readOnly ? `Read only: this experiment belongs to ${e.owner}; only its owner or an admin may change it (edit_experiments).` : "";
+  note.textContent = readOnly ? `Read only: this experiment belongs to ${e.owner}${where(e)}; ${whoMay(e)} (edit_experiments).` : "";
 }
+
+function where(e) { return e.workspace_name ? ` in workspace ${e.workspace_name}` : ""; }
+
+// Why the user may not change it, in words (with roles, edit_experiments is granted per workspace).
+function whoMay(e) { return e.workspace_name ? "you lack edit_experiments there" : "only its owner or an admin may change it"; }
 
 async function act(action) {
   if (action === "archive" && model.experiment.archived) action = "unarchive";

@@ -1,10 +1,12 @@
-// The experiments list: server-side filter, sort and paging, live over SSE, bulk pause/activate/kill/archive.
+// The experiments list (also a project's page, with `project` fixed): server-side filter, sort and paging, live
+// over SSE, bulk pause/activate/kill/archive (the master refuses, naming the permission, what the user may not).
 import { $, el, fmtDuration, fmtNum, fmtTime, labelChips, progressBar, readModel, setQuery, stateBadge } from "./dom.js";
 import { flash, getJSON, post, showError } from "./api.js";
 import { subscribe } from "./live.js";
 import { renderPager, renderTable } from "./table.js";
 
 let model = readModel();
+const project = model.project || null;  // on a project's page: its experiments only
 let params = { ...model.filters, sort: model.sort, order: model.order, limit: model.limit, offset: model.offset };
 const selected = new Set();
 let live = null;
@@ -21,8 +23,15 @@ const columns = [
   { key: "duration", label: "Duration", sortable: true, numeric: true, render: (e) => fmtDuration(e.duration_s) },
   { key: "labels", label: "Labels", render: (e) => labelChips(e.labels) },
   { key: "owner", label: "Owner", sortable: true, render: (e) => e.owner },
+  ...(project ? [] : [{ key: "project", label: "Workspace / project", render: (e) => place(e) }]),
   { key: "created_at", label: "Started", sortable: true, numeric: true, render: (e) => fmtTime(e.created_at) },
 ];
+
+function place(e) {
+  if (!e.project_id) return "—";
+  return el("span", { class: "place" }, el("a", { href: `/workspaces/${e.workspace_id}`, text: e.workspace_name }), " / ",
+    el("a", { href: `/projects/${e.project_id}`, text: e.project_name }));
+}
 
 function render() {
   const visible = new Set(model.experiments.map((e) => e.id));
@@ -30,7 +39,8 @@ function render() {
   renderTable($("#experiments-table"), {
     id: "experiments", columns, rows: model.experiments, sort: model.sort, order: model.order, selected,
     onSelect: renderBulk, onSort: (sort, order) => go({ sort, order, offset: 0 }),
-    empty: "No experiments match. Create one with: stalwart experiment create CONFIG CONTEXT_DIR",
+    empty: project ? "No experiments in this project match."
+      : "No experiments match. Create one with: stalwart experiment create CONFIG CONTEXT_DIR",
   });
   renderPager($("#pager"), { total: model.total, offset: model.offset, limit: model.limit, onPage: (offset) => go({ offset }) });
   renderBulk();
@@ -52,7 +62,8 @@ function clean(p) {
 
 async function go(change) {
   params = { ...params, ...change };
-  setQuery(clean(params));
+  const { project: _fixed, ...shown } = clean(params);  // a project's page has it in its path
+  setQuery(project ? shown : clean(params));
   try {
     model = await getJSON("/api/v1/ui/experiments?" + new URLSearchParams(clean(params)));
     render();

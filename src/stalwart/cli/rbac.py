@@ -1,0 +1,139 @@
+"""`stalwart rbac ...`: roles (Determined's names) and who holds them: list-roles, describe-role, assign-role,
+unassign-role, my-permissions, list-users-roles, list-groups-roles. Roles decide what users may do when the
+master runs with `security.authz.type: rbac`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from stalwart.api.errors import InvalidRequest
+from stalwart.api.models.workspaces import RoleAssignment, RoleAssignmentList, RoleList
+from stalwart.cli import output
+from stalwart.cli.base import AliasedGroup, client_of, format_options
+from stalwart.client import Client
+
+
+@click.group("rbac", cls=AliasedGroup)
+def rbac() -> None:
+    """Roles: list-roles, describe-role, assign-role, unassign-role, my-permissions, list-users-roles."""
+
+
+def _scope(a: RoleAssignment) -> str:
+    return f"workspace {a.workspaceName}" if a.workspaceName else "the whole cluster"
+
+
+def _assignment_rows(assignments: list[RoleAssignment]) -> list[tuple[Any, ...]]:
+    return [(a.id, a.role, a.username or "", a.groupName or "", a.workspaceName or "(cluster)")
+            for a in assignments]
+
+
+ASSIGNMENT_COLUMNS = ["ID", "Role", "User", "Group", "Workspace"]
+
+
+@rbac.command("list-roles")
+@format_options
+@click.pass_context
+def list_roles(ctx, fmt: output.Format) -> None:
+    """List the roles and what each allows."""
+    roles = client_of(ctx).list_roles()
+    output.emit(fmt, ["Role", "Assignable on", "Description", "Permissions"],
+                [(r.name, ", ".join(r.scopes), r.description, ", ".join(r.permissions)) for r in roles],
+                json_data=RoleList(roles=roles))
+
+
+@rbac.command("describe-role")
+@click.argument("role")
+@format_options
+@click.pass_context
+def describe_role(ctx, role: str, fmt: output.Format) -> None:
+    """Show ROLE: its description and its permissions."""
+    r = client_of(ctx).get_role(role)
+    if fmt is output.Format.JSON:
+        output.print_json(r)
+        return
+    if fmt is output.Format.TABLE:
+        output.console.print(f"{r.name}: {r.description} (assignable on: {', '.join(r.scopes)})")
+    output.emit(fmt, ["Permission"], [(p,) for p in r.permissions])
+
+
+def _who_options(func: Any) -> Any:
+    func = click.option("-w", "--workspace-name", default=None,
+                        help="On this workspace only (else on the whole cluster).")(func)
+    func = click.option("-g", "--group-name-to-assign", "group_name", default=None, help="To this user group.")(func)
+    return click.option("-u", "--username-to-assign", "username", default=None, help="To this user.")(func)
+
+
+def _target(client: Client, username: str | None, group_name: str | None,
+            workspace_name: str | None) -> dict[str, Any]:
+    if (username is None) == (group_name is None):
+        raise InvalidRequest("give exactly one of --username-to-assign and --group-name-to-assign")
+    workspace_id = client.workspace_by_name(workspace_name).id if workspace_name is not None else None
+    return {"username": username, "group_name": group_name, "workspace_id": workspace_id}
+
+
+def _whom(username: str | None, group_name: str | None, workspace_name: str | None) -> str:
+    who = f"user {username}" if username is not None else f"user group {group_name}"
+    where = f"workspace {workspace_name}" if workspace_name is not None else "the whole cluster"
+    return f"{who} on {where}"
+
+
+@rbac.command("assign-role")
+@click.argument("role")
+@_who_options
+@click.pass_context
+def assign_role(ctx, role: str, username: str | None, group_name: str | None, workspace_name: str | None) -> None:
+    """Give ROLE to a user or a group, on one workspace (--workspace-name) or the whole cluster."""
+    client = client_of(ctx)
+    client.assign_role(role, **_target(client, username, group_name, workspace_name))
+    output.console.print(f"Assigned role {role} to {_whom(username, group_name, workspace_name)}.")
+
+
+@rbac.command("unassign-role")
+@click.argument("role")
+@_who_options
+@click.pass_context
+def unassign_role(ctx, role: str, username: str | None, group_name: str | None, workspace_name: str | None) -> None:
+    """Take ROLE back from a user or a group, on one workspace (--workspace-name) or the whole cluster."""
+    client = client_of(ctx)
+    client.unassign_role(role, **_target(client, username, group_name, workspace_name))
+    output.console.print(f"Unassigned role {role} from {_whom(username, group_name, workspace_name)}.")
+
+
+@rbac.command("my-permissions")
+@format_options
+@click.pass_context
+def my_permissions(ctx, fmt: output.Format) -> None:
+    """What you may do: your roles, and your permissions on the cluster and in each workspace."""
+    mine = client_of(ctx).my_permissions()
+    if fmt is output.Format.JSON:
+        output.print_json(mine)
+        return
+    rows = [("(cluster)", ", ".join(mine.cluster))] + [(w, ", ".join(p)) for w, p in sorted(mine.workspaces.items())]
+    if fmt is output.Format.TABLE:
+        admin = "; you are an admin: every permission everywhere" if mine.admin else ""
+        output.console.print(f"Access control: {mine.mode}{admin}.")
+        if mine.assignments:
+            output.table(ASSIGNMENT_COLUMNS, _assignment_rows(mine.assignments), title="Your roles")
+    output.emit(fmt, ["Where", "Permissions"], rows)
+
+
+@rbac.command("list-users-roles")
+@click.argument("username")
+@format_options
+@click.pass_context
+def list_users_roles(ctx, username: str, fmt: output.Format) -> None:
+    """List the roles given to USERNAME itself (roles through its groups: `list-groups-roles`)."""
+    found = client_of(ctx).role_assignments(username=username)
+    output.emit(fmt, ASSIGNMENT_COLUMNS, _assignment_rows(found), json_data=RoleAssignmentList(assignments=found))
+
+
+@rbac.command("list-groups-roles")
+@click.argument("group_name")
+@format_options
+@click.pass_context
+def list_groups_roles(ctx, group_name: str, fmt: output.Format) -> None:
+    """List the roles given to user group GROUP_NAME."""
+    found = client_of(ctx).role_assignments(group_name=group_name)
+    output.emit(fmt, ASSIGNMENT_COLUMNS, _assignment_rows(found), json_data=RoleAssignmentList(assignments=found))

@@ -1,0 +1,201 @@
+"""/api/v1/workspaces, /api/v1/projects, moving experiments, and the pools bound to workspaces."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request
+
+from stalwart.api import permissions as P
+from stalwart.api.errors import NotFoundError
+from stalwart.api.models.workspaces import (
+    CreateProject,
+    CreateWorkspace,
+    MoveExperiment,
+    PatchProject,
+    PatchWorkspace,
+    PoolBindings,
+)
+from stalwart.master import views
+from stalwart.master.identity import authz
+from stalwart.master.identity.sessions import Identity
+from stalwart.master.queries import experiments as experiment_rows, jobs as job_rows, workspaces as wq
+from stalwart.master.routes.common import IdPath, caller, master
+from stalwart.master.routes.contract import route
+from stalwart.master.service import Master
+from stalwart.master.workspaces import placement, spaces
+
+router = APIRouter(prefix="/api/v1", tags=["workspaces"])
+
+PoolPath = Annotated[str, Path(min_length=1, max_length=128, description="a resource pool's name")]
+NameQuery = Annotated[str | None, Query(max_length=128, description="only the workspace of this name")]
+Archived = Annotated[bool | None, Query(description="only archived (true) or unarchived (false) ones")]
+
+
+def identity(request: Request) -> Identity:
+    ident: Identity = request.state.identity
+    return ident
+
+
+def _workspace(m: Master, workspace_id: int) -> dict:
+    with m.db.begin() as conn:
+        return {"workspace": spaces.workspace_view(conn, spaces.get_workspace(conn, workspace_id))}
+
+
+def _project(m: Master, project_id: int) -> dict:
+    with m.db.begin() as conn:
+        pj = spaces.get_project(conn, project_id)
+        count = wq.experiments_per_project(conn, [project_id]).get(project_id, 0)
+        return {"project": spaces.project_view(pj, count)}
+
+
+# -- workspaces --------------------------------------------------------------------------------------
+@route(router, "GET", "/workspaces")
+async def list_workspaces(request: Request, name: NameQuery = None, archived: Archived = None) -> dict:
+    """The workspaces the caller may see (every one in basic mode; in rbac mode those it holds a role in)."""
+    m = master(request)
+    seen = authz.viewable_workspaces(m, identity(request), P.VIEW_WORKSPACES)
+    with m.db.begin() as conn:
+        counts = wq.counts_by_workspace(conn)
+        rows = [ws for ws in wq.all_workspaces(conn) if (seen is None or ws["id"] in seen)
+                and (name is None or ws["name"] == name) and (archived is None or bool(ws["archived"]) == archived)]
+        return {"workspaces": [spaces.workspace_view(conn, ws, counts) for ws in rows]}
+
+
+@route(router, "POST", "/workspaces")
+async def create_workspace(request: Request, payload: CreateWorkspace) -> dict:
+    m = master(request)
+    fields = payload.model_dump(exclude_unset=True)
+    ws_id = spaces.create_workspace(m, payload.name, fields, caller(request))
+    return _workspace(m, ws_id)
+
+
+@route(router, "GET", "/workspaces/{workspace_id}")
+async def get_workspace(request: Request, workspace_id: IdPath) -> dict:
+    return _workspace(master(request), workspace_id)
+
+
+@route(router, "PATCH", "/workspaces/{workspace_id}")
+async def edit_workspace(request: Request, workspace_id: IdPath, payload: PatchWorkspace) -> dict:
+    m = master(request)
+    spaces.edit_workspace(m, workspace_id, payload.model_dump(exclude_unset=True))
+    return _workspace(m, workspace_id)
+
+
+@route(router, "POST", "/workspaces/{workspace_id}/archive")
+async def archive_workspace(request: Request, workspace_id: IdPath) -> dict:
+    spaces.set_workspace_archived(master(request), workspace_id, True)
+    return _workspace(master(request), workspace_id)
+
+
+@route(router, "POST", "/workspaces/{workspace_id}/unarchive")
+async def unarchive_workspace(request: Request, workspace_id: IdPath) -> dict:
+    spaces.set_workspace_archived(master(request), workspace_id, False)
+    return _workspace(master(request), workspace_id)
+
+
+@route(router, "DELETE", "/workspaces/{workspace_id}")
+async def delete_workspace(request: Request, workspace_id: IdPath) -> dict:
+    spaces.delete_workspace(master(request), workspace_id)
+    return {}
+
+
+# -- projects ------------------------------------------------------------------------------------------
+@route(router, "GET", "/workspaces/{workspace_id}/projects")
+async def list_projects(request: Request, workspace_id: IdPath) -> dict:
+    with master(request).db.begin() as conn:
+        spaces.get_workspace(conn, workspace_id)
+        rows = wq.projects_of(conn, workspace_id)
+        counts = wq.experiments_per_project(conn, [p["id"] for p in rows])
+        return {"projects": [spaces.project_view(p, counts.get(p["id"], 0)) for p in rows]}
+
+
+@route(router, "POST", "/workspaces/{workspace_id}/projects")
+async def create_project(request: Request, workspace_id: IdPath, payload: CreateProject) -> dict:
+    m = master(request)
+    project_id = spaces.create_project(m, workspace_id, payload.name, payload.description, payload.key,
+                                       caller(request))
+    return _project(m, project_id)
+
+
+@route(router, "GET", "/projects/{project_id}")
+async def get_project(request: Request, project_id: IdPath) -> dict:
+    return _project(master(request), project_id)
+
+
+@route(router, "PATCH", "/projects/{project_id}")
+async def edit_project(request: Request, project_id: IdPath, payload: PatchProject) -> dict:
+    spaces.edit_project(master(request), project_id, payload.model_dump(exclude_unset=True))
+    return _project(master(request), project_id)
+
+
+@route(router, "POST", "/projects/{project_id}/archive")
+async def archive_project(request: Request, project_id: IdPath) -> dict:
+    spaces.set_project_archived(master(request), project_id, True)
+    return _project(master(request), project_id)
+
+
+@route(router, "POST", "/projects/{project_id}/unarchive")
+async def unarchive_project(request: Request, project_id: IdPath) -> dict:
+    spaces.set_project_archived(master(request), project_id, False)
+    return _project(master(request), project_id)
+
+
+@route(router, "DELETE", "/projects/{project_id}")
+async def delete_project(request: Request, project_id: IdPath) -> dict:
+    spaces.delete_project(master(request), project_id)
+    return {}
+
+
+# -- moving an experiment --------------------------------------------------------------------------------
+@route(router, "POST", "/experiments/{exp_id}/move")
+async def move_experiment(request: Request, exp_id: IdPath, payload: MoveExperiment) -> dict:
+    """Move an experiment to another project: the caller needs edit_experiments where it is (checked before this
+    runs) and create_experiments where it goes; its permissions follow it. Its pool must be usable there."""
+    m, ident = master(request), identity(request)
+    with m.db.begin() as conn:
+        experiment_rows.get(conn, exp_id)  # 404 before anything else
+        pj = spaces.open_project(conn, payload.destinationProjectId)
+        authz.require(m, ident, P.CREATE_EXPERIMENTS, authz.Target(
+            f"project {pj['workspace_name']}/{pj['name']}", pj["created_by"], pj["workspace_id"]))
+        pool = job_rows.pool_of(conn, job_rows.EXPERIMENT, exp_id)
+        if pool is not None:
+            placement.check_pool(conn, pj["workspace_id"], pj["workspace_name"], pool)
+        wq.move_experiment(conn, exp_id, pj["id"])
+        return {"experiment": views.experiment(experiment_rows.get(conn, exp_id)), "warnings": []}
+
+
+# -- pools bound to workspaces ---------------------------------------------------------------------------
+def _bindings(m: Master, pool: str) -> dict:
+    if pool not in m.settings.cluster.pool_names:
+        raise NotFoundError(f"resource pool {pool} not found; the pools are {', '.join(m.settings.cluster.pool_names)}")
+    with m.db.begin() as conn:
+        ids = wq.bindings(conn, pool).get(pool, [])
+        names = {ws["id"]: ws["name"] for ws in wq.all_workspaces(conn)}
+    return {"pool": pool, "workspaceIds": ids, "workspaceNames": [names[i] for i in ids if i in names]}
+
+
+@route(router, "GET", "/resource-pools/{pool}/workspace-bindings")
+async def list_bindings(request: Request, pool: PoolPath) -> dict:
+    """The workspaces a pool is bound to (none: every workspace may use it)."""
+    return _bindings(master(request), pool)
+
+
+async def _change_bindings(request: Request, pool: str, payload: PoolBindings, bind: bool) -> dict:
+    m = master(request)
+    _bindings(m, pool)
+    with m.db.begin() as conn:
+        for ws_id in payload.workspaceIds:
+            spaces.get_workspace(conn, ws_id)
+            (wq.bind if bind else wq.unbind)(conn, pool, ws_id)
+    return _bindings(m, pool)
+
+
+@route(router, "POST", "/resource-pools/{pool}/workspace-bindings")
+async def bind_pool(request: Request, pool: PoolPath, payload: PoolBindings) -> dict:
+    return await _change_bindings(request, pool, payload, True)
+
+
+@route(router, "DELETE", "/resource-pools/{pool}/workspace-bindings")
+async def unbind_pool(request: Request, pool: PoolPath, payload: PoolBindings) -> dict:
+    return await _change_bindings(request, pool, payload, False)

@@ -1,0 +1,170 @@
+"""Workspaces and projects: create, change, archive, delete, move experiments between projects, and their views.
+
+`Uncategorized` (workspace 1, project 1) always exists: it cannot be renamed, archived or deleted. A workspace
+or project is deleted only when it holds no experiment or command (move or delete them first), so deleting one
+never deletes anyone's work.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from stalwart.api.errors import InvalidRequest, InvalidStateError, NotFoundError
+from stalwart.master.identity import sessions
+from stalwart.master.queries import workspaces as wq
+from stalwart.master.queries.rows import Conn, Row
+from stalwart.master.service import Master
+
+_AGENT_FIELDS = (("agentUid", "agent_uid"), ("agentGid", "agent_gid"), ("agentUser", "agent_user"),
+                 ("agentGroup", "agent_group"))
+
+
+def get_workspace(conn: Conn, workspace_id: int) -> Row:
+    ws = wq.workspace(conn, workspace_id)
+    if ws is None:
+        raise NotFoundError(f"workspace {workspace_id} not found (see `stalwart workspace list`)")
+    return ws
+
+
+def get_project(conn: Conn, project_id: int) -> Row:
+    pj = wq.project(conn, project_id)
+    if pj is None:
+        raise NotFoundError(f"project {project_id} not found (see `stalwart project list WORKSPACE`)")
+    return pj
+
+
+def workspace_view(conn: Conn, ws: Row, counts: tuple[dict[int, int], dict[int, int]] | None = None) -> dict:
+    projects, experiments = counts or wq.counts_by_workspace(conn)
+    agent = {k: ws[col] for k, col in _AGENT_FIELDS}
+    bound = sorted(pool for pool, ids in wq.bindings(conn).items() if ws["id"] in ids)
+    return {"id": ws["id"], "name": ws["name"], "archived": bool(ws["archived"]), "immutable": bool(ws["immutable"]),
+            "createdBy": ws["created_by"], "createdAt": ws["created_at"],
+            "numProjects": projects.get(ws["id"], 0), "numExperiments": experiments.get(ws["id"], 0),
+            "agentUserGroup": agent if any(v is not None for v in agent.values()) else None,
+            "checkpointStorageConfig": ws["checkpoint_storage"], "defaultComputePool": ws["default_compute_pool"],
+            "defaultAuxPool": ws["default_aux_pool"], "boundPools": bound}
+
+
+def project_view(pj: Row, num_experiments: int = 0) -> dict:
+    return {"id": pj["id"], "name": pj["name"], "workspaceId": pj["workspace_id"],
+            "workspaceName": pj["workspace_name"], "description": pj["description"], "key": pj["key"],
+            "archived": bool(pj["archived"]), "immutable": bool(pj["immutable"]), "createdBy": pj["created_by"],
+            "createdAt": pj["created_at"], "numExperiments": num_experiments}
+
+
+def _settings(fields: dict[str, Any], pools: list[str]) -> dict[str, Any]:
+    """Workspace columns from request fields (agentUserGroup, checkpointStorageConfig, default pools)."""
+    out: dict[str, Any] = {}
+    agent = fields.get("agentUserGroup")
+    if agent is not None:
+        out.update({col: agent[k] for k, col in _AGENT_FIELDS})
+    if "checkpointStorageConfig" in fields:
+        out["checkpoint_storage"] = fields["checkpointStorageConfig"]
+    for key, col in (("defaultComputePool", "default_compute_pool"), ("defaultAuxPool", "default_aux_pool")):
+        if fields.get(key) is not None:
+            if fields[key] not in pools:
+                raise InvalidRequest(f"{key}: {fields[key]!r} is not a resource pool of this cluster "
+                                     f"({', '.join(pools)})")
+            out[col] = fields[key]
+    return out
+
+
+def create_workspace(m: Master, name: str, fields: dict[str, Any], creator: str) -> int:
+    with m.db.begin() as conn:
+        if wq.workspace_by_name(conn, name) is not None:
+            raise InvalidStateError(f"workspace {name} already exists")
+        ws_id = wq.insert_workspace(conn, name=name, created_by=creator, created_at=time.time(),
+                                    **_settings(fields, m.settings.cluster.pool_names))
+        wq.insert_project(conn, workspace_id=ws_id, name="Uncategorized", description=None, key=None,
+                          created_by=creator, created_at=time.time())
+    return ws_id
+
+
+def edit_workspace(m: Master, workspace_id: int, fields: dict[str, Any]) -> None:
+    with m.db.begin() as conn:
+        ws = get_workspace(conn, workspace_id)
+        values = _settings(fields, m.settings.cluster.pool_names)
+        if fields.get("name") is not None and fields["name"] != ws["name"]:
+            _mutable(ws, "renamed")
+            if wq.workspace_by_name(conn, fields["name"]) is not None:
+                raise InvalidStateError(f"workspace {fields['name']} already exists")
+            values["name"] = fields["name"]
+        if values:
+            wq.update_workspace(conn, workspace_id, **values)
+
+
+def set_workspace_archived(m: Master, workspace_id: int, archived: bool) -> None:
+    with m.db.begin() as conn:
+        ws = get_workspace(conn, workspace_id)
+        _mutable(ws, "archived" if archived else "unarchived")
+        wq.update_workspace(conn, workspace_id, archived=archived)
+
+
+def delete_workspace(m: Master, workspace_id: int) -> None:
+    with m.db.begin() as conn:
+        ws = get_workspace(conn, workspace_id)
+        _mutable(ws, "deleted")
+        projects = [p["id"] for p in wq.projects_of(conn, workspace_id)]
+        if projects and wq.holds_work(conn, projects):
+            raise InvalidStateError(f"workspace {ws['name']} still holds experiments or commands: move them "
+                                    f"(`stalwart e move ID --project W/P`) or delete them first")
+        wq.delete_workspace(conn, workspace_id)
+    sessions.forget_all(m)  # its role assignments went with it
+
+
+def _mutable(row: Row, doing: str) -> None:
+    if row["immutable"]:
+        raise InvalidStateError(f"{row['name']} is the default and cannot be {doing}")
+
+
+def create_project(m: Master, workspace_id: int, name: str, description: str | None, key: str | None,
+                   creator: str) -> int:
+    with m.db.begin() as conn:
+        ws = get_workspace(conn, workspace_id)
+        if ws["archived"]:
+            raise InvalidStateError(f"workspace {ws['name']} is archived: unarchive it to add projects")
+        if wq.project_by_name(conn, workspace_id, name) is not None:
+            raise InvalidStateError(f"project {name} already exists in workspace {ws['name']}")
+        return wq.insert_project(conn, workspace_id=workspace_id, name=name, description=description, key=key,
+                                 created_by=creator, created_at=time.time())
+
+
+def edit_project(m: Master, project_id: int, fields: dict[str, Any]) -> None:
+    with m.db.begin() as conn:
+        pj = get_project(conn, project_id)
+        values = {k: v for k, v in fields.items() if k in ("description", "key") and v is not None}
+        if fields.get("name") is not None and fields["name"] != pj["name"]:
+            _mutable(pj, "renamed")
+            if wq.project_by_name(conn, pj["workspace_id"], fields["name"]) is not None:
+                raise InvalidStateError(f"project {fields['name']} already exists in workspace "
+                                        f"{pj['workspace_name']}")
+            values["name"] = fields["name"]
+        if values:
+            wq.update_project(conn, project_id, **values)
+
+
+def set_project_archived(m: Master, project_id: int, archived: bool) -> None:
+    with m.db.begin() as conn:
+        pj = get_project(conn, project_id)
+        _mutable(pj, "archived" if archived else "unarchived")
+        wq.update_project(conn, project_id, archived=archived)
+
+
+def delete_project(m: Master, project_id: int) -> None:
+    with m.db.begin() as conn:
+        pj = get_project(conn, project_id)
+        _mutable(pj, "deleted")
+        if wq.holds_work(conn, [project_id]):
+            raise InvalidStateError(f"project {pj['workspace_name']}/{pj['name']} still holds experiments or "
+                                    f"commands: move them (`stalwart e move ID --project W/P`) or delete them first")
+        wq.delete_project(conn, project_id)
+
+
+def open_project(conn: Conn, project_id: int) -> Row:
+    """A project new work may go to (404 if there is none; 409 if it or its workspace is archived)."""
+    pj = get_project(conn, project_id)
+    if pj["archived"] or pj["workspace_archived"]:
+        raise InvalidStateError(f"project {pj['workspace_name']}/{pj['name']} is archived (or its workspace is): "
+                                "unarchive it to add work to it")
+    return pj
