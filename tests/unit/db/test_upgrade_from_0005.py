@@ -123,6 +123,19 @@ def test_every_experiment_trial_metric_and_checkpoint_stays_with_its_owner(
     assert cmd["owner"] == "carol"
 
 
+def test_every_experiment_lands_in_uncategorized(upgraded: tuple[TestClient, dict[str, Any]]) -> None:
+    admin, wrote = upgraded
+    listed = _ok(admin.get("/api/v1/experiments"))["experiments"]
+    assert {(e["workspace"], e["project"]) for e in listed} == {("Uncategorized", "Uncategorized")}
+    assert len(listed) == len(wrote["experiments"])
+    inside = _ok(admin.get("/api/v1/experiments", params={"workspace": "Uncategorized",
+                                                         "project": "Uncategorized"}))["experiments"]
+    assert {e["id"] for e in inside} == set(wrote["experiments"])
+    spaces = _ok(admin.get("/api/v1/workspaces"))["workspaces"]
+    assert [(w["name"], w["immutable"], w["numExperiments"]) for w in spaces] == [
+        ("Uncategorized", True, len(wrote["experiments"]))]
+
+
 def test_owners_become_inactive_users_without_a_password_beside_the_bootstrap_admin(
         upgraded: tuple[TestClient, dict[str, Any]]) -> None:
     admin, _ = upgraded

@@ -8,7 +8,7 @@ from typing import Any
 
 from stalwart.api.errors import ConfigError, InvalidStateError
 from stalwart.api.states import ExperimentState as S
-from stalwart.config import views
+from stalwart.config import read_source, views
 from stalwart.config.experiment import load_experiment_config
 from stalwart.context import ArchiveLimits, check_entrypoint, validate_archive
 from stalwart.master.allocations import lifecycle
@@ -28,6 +28,7 @@ class NewExperiment:
     resources: dict[str, Any]
     pool: str
     search: SearchMethod
+    names_storage: bool = True  # the config names its checkpoint storage (else it took the default)
 
 
 def read_archive_here(archive: bytes, limits: ArchiveLimits) -> list[str]:
@@ -35,12 +36,13 @@ def read_archive_here(archive: bytes, limits: ArchiveLimits) -> list[str]:
 
 
 def check_experiment(m: Master, config_text: str, archive: bytes, *,
-                     read_archive: Callable[[bytes, ArchiveLimits], list[str]] = read_archive_here) -> NewExperiment:
+                     read_archive: Callable[[bytes, ArchiveLimits], list[str]] = read_archive_here,
+                     checkpoint_storage: dict[str, Any] | None = None) -> NewExperiment:
     """Every check of a new experiment, and its searcher built. No database work: the create route runs it in a
-    worker thread, off the event loop, with `read_archive` reading the archive in a worker process."""
-    expanded = load_experiment_config(
-        config_text, master_defaults={"checkpoint_storage": m.settings.default_checkpoint_storage()}
-    )
+    worker thread, off the event loop, with `read_archive` reading the archive in a worker process.
+    `checkpoint_storage`: the default when the config names none (the workspace's; else the master's)."""
+    default_storage = checkpoint_storage or m.settings.default_checkpoint_storage()
+    expanded = load_experiment_config(config_text, master_defaults={"checkpoint_storage": default_storage})
     config = expanded.config
     names = set(read_archive(archive, m.settings.context_limits))
     problems = check_entrypoint(config["entrypoint"], names)
@@ -48,7 +50,13 @@ def check_experiment(m: Master, config_text: str, archive: bytes, *,
         raise ConfigError("the entrypoint cannot run from this context directory", details=problems)
     resources = config.get("resources") or {}
     pool = jobs.resolve_pool(m, resources.get("resource_pool") or None, views.slots_per_trial(config))
-    return NewExperiment(config, expanded.warnings, resources, pool, searchers.build(config, archive))
+    return NewExperiment(config, expanded.warnings, resources, pool, searchers.build(config, archive),
+                         names_storage="checkpoint_storage" in read_source(config_text))
+
+
+def discard(new: NewExperiment) -> None:
+    """Let go of a checked experiment that will not be stored (its searcher; a custom one's process ends)."""
+    searchers.discard(new.search)
 
 
 def create_experiment(m: Master, config_text: str, archive: bytes, *, activate: bool, owner: str,

@@ -56,9 +56,11 @@ def _decode_context(text: str) -> bytes:
         raise InvalidRequest("context: expected a base64-encoded .tgz of the context directory") from None
 
 
-def _check(m: Master, config: str, context: str) -> tuple[bytes, experiments.NewExperiment]:
+def _check(m: Master, config: str, context: str,
+           storage: dict[str, Any] | None = None) -> tuple[bytes, experiments.NewExperiment]:
     archive = _decode_context(context)
-    return archive, experiments.check_experiment(m, config, archive, read_archive=offload.archive_names)
+    return archive, experiments.check_experiment(m, config, archive, read_archive=offload.archive_names,
+                                                 checkpoint_storage=storage)
 
 
 @route(router, "POST")
@@ -72,6 +74,11 @@ async def create(request: Request, payload: CreateExperiment) -> dict:
     archive, checked = await asyncio.to_thread(_check, m, payload.config, payload.context)
     with m.db.begin() as conn:  # where it goes: the config's workspace and project, and a pool usable there
         project = placement.project_for(conn, checked.config)
+        storage = placement.checkpoint_storage_of(conn, project)
+    if storage is not None and not checked.names_storage:  # the workspace's storage is its default: check again
+        experiments.discard(checked)
+        archive, checked = await asyncio.to_thread(_check, m, payload.config, payload.context, storage)
+    with m.db.begin() as conn:
         authz.require(m, request.state.identity, P.CREATE_EXPERIMENTS, placement.target(project))
         resources = checked.config.get("resources") or {}
         checked.pool = placement.pool_for(conn, project, resources.get("resource_pool"), checked.pool,

@@ -53,6 +53,13 @@ def pool_for(conn: Conn, project: Row, requested: str | None, resolved: str, slo
     return pool
 
 
+def checkpoint_storage_of(conn: Conn, project: Row) -> dict[str, Any] | None:
+    """The default checkpoint storage of the project's workspace (None: the master's)."""
+    ws = wq.workspace(conn, project["workspace_id"])
+    storage = ws["checkpoint_storage"] if ws is not None else None
+    return dict(storage) if storage else None
+
+
 def target(project: Row) -> Target:
     """The permission target of creating work in `project`."""
     return Target(f"project {project['workspace_name']}/{project['name']}", project["created_by"],
