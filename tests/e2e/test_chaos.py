@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from integration.process_watch import DoubleRunWatcher, running, trial_processes
+from stalwart.client.auth_file import AuthFile
 from stalwart.testing import free_port
 
 pytestmark = pytest.mark.integration
@@ -100,7 +101,10 @@ class Chaos:
                 self.kill(self.rng.choice(procs[trial_id]), f"trial {trial_id}")
 
     def master_get(self, path: str, **params) -> dict:
-        resp = httpx.get(self.url() + "/api/v1" + path, params=params, timeout=10)
+        """A read as the local admin `stalwart up` logged the CLI in as (its session in this home's auth file)."""
+        token = AuthFile(self.home / "auth.json").token(self.url(), "admin")
+        resp = httpx.get(self.url() + "/api/v1" + path, params=params, timeout=10,
+                         headers={"authorization": f"Bearer {token}"} if token else None)
         resp.raise_for_status()
         return resp.json()
 

@@ -47,8 +47,9 @@ class Master:
     work: pathlib.Path
 
     def stalwart(self, *args: str, stdin: str = "") -> Result:
-        """`stalwart -m URL ARGS...`, in-process."""
-        return CliRunner().invoke(cli, ["-m", self.cluster.url, *args], input=stdin)
+        """`stalwart -m URL ARGS...`, in-process, as the admin the cluster logged in (its home's auth file)."""
+        return CliRunner().invoke(cli, ["-m", self.cluster.url, *args], input=stdin,
+                                  env={"STALWART_HOME": str(self.cluster.home)})
 
     def ok(self, *args: str, stdin: str = "") -> str:
         result = self.stalwart(*args, stdin=stdin)

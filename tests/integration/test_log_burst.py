@@ -90,14 +90,15 @@ class StoredLog:
 class Prober(threading.Thread):
     """GET /api/v1/experiments (what `stalwart e list` calls) every 0.2 s; keeps each answer's seconds."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, token: str) -> None:
         super().__init__(daemon=True)
         self.url = url
+        self.headers = {"authorization": f"Bearer {token}"}  # the admin's session (LocalTestCluster logs it in)
         self.seconds: list[float] = []
         self.stop = threading.Event()
 
     def run(self) -> None:
-        with httpx.Client(base_url=self.url, timeout=30) as http:
+        with httpx.Client(base_url=self.url, timeout=30, headers=self.headers) as http:
             while not self.stop.is_set():
                 t0 = time.monotonic()
                 http.get("/api/v1/experiments").raise_for_status()
@@ -126,7 +127,7 @@ def _burst_lines_stored(engine, trial_id: int, n: int) -> bool:
 def test_a_million_line_burst_is_stored_whole_in_order_while_the_master_answers(any_db_cluster, burst_ctx):
     c = any_db_cluster
     n = 1_000_000
-    prober = Prober(c.url)
+    prober = Prober(c.url, c.admin_token)
     prober.start()
     t0 = time.monotonic()
     exp_id = create(c, _config(n), burst_ctx)
