@@ -81,3 +81,18 @@ def test_a_pool_bound_elsewhere_is_refused_with_the_reason(admin, tmp_path) -> N
     assert "pool gpu is bound to workspace(s) Other" in message and "workspace W may not use it" in message
     bad = admin.patch(f"/api/v1/workspaces/{ws['id']}", json={"defaultComputePool": "nope"})
     assert bad.status_code == 400 and "'nope' is not a resource pool" in bad.json()["error"]["message"]
+
+
+def test_a_command_goes_to_the_project_its_config_names(admin, tmp_path) -> None:
+    ws = _ok(admin.post("/api/v1/workspaces", json={"name": "W"}))["workspace"]
+    project = _ok(admin.post(f"/api/v1/workspaces/{ws['id']}/projects", json={"name": "P"}))["project"]
+    made = _ok(admin.post("/api/v1/commands", json={"config": {"entrypoint": ["true"], "workspace": "W",
+                                                                  "project": "P"}}))["command"]
+    assert made["project_id"] == project["id"]
+    plain = _ok(admin.post("/api/v1/commands", json={"config": {"entrypoint": ["true"]}}))["command"]
+    assert plain["project_id"] == 1  # Uncategorized
+    half = admin.post("/api/v1/commands", json={"config": {"entrypoint": ["true"], "workspace": "W"}})
+    assert half.status_code == 400 and "project: required when workspace is set" in half.json()["error"]["message"]
+    unknown = admin.post("/api/v1/commands", json={"config": {"entrypoint": ["true"], "workspace": "W",
+                                                              "project": "nope"}})
+    assert unknown.status_code == 400 and "no project named 'nope'" in unknown.json()["error"]["message"]

@@ -21,6 +21,7 @@ class Command(Response):
     description: str | None = None
     state: str
     owner: str | None = None
+    project_id: Id | None = None
     resource_pool: str | None = None
     created_at: Timestamp
     ended_at: Timestamp | None = None

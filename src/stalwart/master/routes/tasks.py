@@ -87,8 +87,8 @@ async def create(request: Request, payload: CreateCommand) -> dict[str, Any]:
     config = _config(payload.config)
     # Off the event loop: decoding a big context, and reading the archive (in a worker process, see offload).
     archive, checked = await asyncio.to_thread(_check, m, config, payload.context or None)
-    with m.db.begin() as conn:  # commands go to Uncategorized; creating one there needs create_commands
-        project = placement.project_for(conn, {})
+    with m.db.begin() as conn:  # the config's workspace and project (else Uncategorized); it needs create_commands
+        project = placement.project_for(conn, checked)
     authz.require(m, request.state.identity, P.CREATE_COMMANDS, placement.target(project))
     cmd_id = commands.create_command(m, config, archive, owner, checked=checked, project=project)
     return {"command": _describe(m, cmd_id)}

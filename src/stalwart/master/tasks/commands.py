@@ -38,6 +38,8 @@ COMMAND_SPEC = {
     "description": Field(string(), default=""),
     "resources": Field(lambda v, p, pr: check_section(v, p, _RESOURCES, pr), default=lambda: {"slots": 1}),
     "environment": Field(any_map(), default=dict),
+    "workspace": Field(string(), default=""),  # with `project`: where the command goes (else Uncategorized)
+    "project": Field(string(), default=""),
     **{k: _LOOSE for k in ("bind_mounts", "debug", "work_dir", "idle_timeout", "notebook_idle_type", "pbs",
                            "slurm", "tensorboard_args", "data")},
 }
@@ -130,8 +132,9 @@ def kill(m: Master, cmd_id: int) -> None:
 def view(cmd: Row, alloc: Row | None, pool: str | None) -> dict[str, Any]:
     state = alloc["state"] if alloc is not None and cmd["state"] == ACTIVE else "TERMINATED"
     return {"id": cmd["id"], "type": "COMMAND", "description": cmd["description"], "state": state,
-            "owner": cmd["owner"], "resource_pool": pool, "created_at": cmd["created_at"],
-            "ended_at": cmd["ended_at"], "exit_code": cmd["exit_code"], "result": cmd["state"],
+            "owner": cmd["owner"], "project_id": cmd["project_id"], "resource_pool": pool,
+            "created_at": cmd["created_at"], "ended_at": cmd["ended_at"], "exit_code": cmd["exit_code"],
+            "result": cmd["state"],
             "entrypoint": cmd["config"].get("entrypoint"),
             "pending_reason": alloc["pending_reason"] if alloc is not None else None}
 

@@ -21,6 +21,9 @@ def project_for(conn: Conn, config: dict[str, Any]) -> Row:
     ws_name, pj_name = config.get("workspace") or "", config.get("project") or ""
     if not ws_name and not pj_name:
         return spaces.open_project(conn, wq.UNCATEGORIZED_PROJECT)
+    if not ws_name or not pj_name:
+        raise InvalidRequest(f"{'workspace' if not ws_name else 'project'}: required when "
+                             f"{'project' if not ws_name else 'workspace'} is set (give both, or neither)")
     ws = wq.workspace_by_name(conn, ws_name)
     if ws is None:
         raise InvalidRequest(f"workspace: no workspace named {ws_name!r} (see `stalwart workspace list`)")
