@@ -1,4 +1,5 @@
-"""Reads and writes of users, their sessions and access tokens (`user_sessions`), and the audit log."""
+"""Reads and writes of users (and the OS user their tasks run as), their sessions and access tokens
+(`user_sessions`), and the audit log."""
 
 from __future__ import annotations
 
@@ -96,39 +97,6 @@ def token(conn: Conn, token_id: int) -> Row | None:
     q = (sa.select(t.user_sessions, _U.username).join(t.users, _U.id == _S.user_id)
          .where(_S.id == token_id, _S.kind == "access"))
     return conn.execute(q).mappings().first()
-
-
-# -- owners of what users change --------------------------------------------------------------
-def experiment_owner(conn: Conn, exp_id: int) -> str | None:
-    return conn.execute(sa.select(t.experiments.c.owner).where(t.experiments.c.id == exp_id)).scalar_one_or_none()
-
-
-def trial_owner(conn: Conn, trial_id: int) -> str | None:
-    q = (sa.select(t.experiments.c.owner).join(t.trials, t.trials.c.experiment_id == t.experiments.c.id)
-         .where(t.trials.c.id == trial_id))
-    return conn.execute(q).scalar_one_or_none()
-
-
-def command_owner(conn: Conn, cmd_id: int) -> str | None:
-    return conn.execute(sa.select(t.commands.c.owner).where(t.commands.c.id == cmd_id)).scalar_one_or_none()
-
-
-def job_owner(conn: Conn, job_id: str) -> str | None:
-    job = conn.execute(sa.select(t.jobs.c.type, t.jobs.c.entity_id).where(t.jobs.c.id == job_id)).first()
-    if job is None:
-        return None
-    if job.type == "EXPERIMENT":
-        return experiment_owner(conn, job.entity_id)
-    return command_owner(conn, job.entity_id)
-
-
-def checkpoint_owners(conn: Conn, uuids: list[str]) -> dict[str, str]:
-    """The owner of each checkpoint (by uuid) that exists."""
-    q = (sa.select(t.checkpoints.c.uuid, t.experiments.c.owner)
-         .join(t.trials, t.trials.c.id == t.checkpoints.c.trial_id)
-         .join(t.experiments, t.experiments.c.id == t.trials.c.experiment_id)
-         .where(t.checkpoints.c.uuid.in_(uuids)))
-    return {row.uuid: row.owner for row in conn.execute(q)}
 
 
 # -- the audit log ------------------------------------------------------------------------------
