@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 import pathlib
-import subprocess
-import sys
 
 import pytest
 
+from cli_runs import fails, ok
 from stalwart.api.errors import ForbiddenError, InvalidRequest
 from stalwart.experimental._stalwart import Stalwart
 from stalwart.testing import LocalTestCluster
@@ -47,26 +46,6 @@ def context(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     path = tmp_path_factory.mktemp("context")
     (path / "main.py").write_text("print('never runs here')\n")
     return path
-
-
-def run(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "stalwart.cli.main", *args], env=env, capture_output=True, text=True,
-                          timeout=120, input=stdin)
-
-
-def ok(env: dict[str, str], *args: str, stdin: str = "") -> str:
-    res = run(env, *args, stdin=stdin)
-    assert res.returncode == 0, f"stalwart {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}"
-    return res.stdout
-
-
-def fails(env: dict[str, str], code: int, *args: str) -> str:
-    """A command that must fail with exit `code` and one clear message (no traceback); its stderr."""
-    res = run(env, *args)
-    assert res.returncode == code, f"stalwart {' '.join(args)}: exit {res.returncode}, not {code}:\n{res.stdout}\n" \
-                                   f"{res.stderr}"
-    assert "Traceback" not in res.stderr and res.stderr.strip(), res.stderr
-    return res.stderr
 
 
 def person(c: LocalTestCluster, name: str) -> dict[str, str]:

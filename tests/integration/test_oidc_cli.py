@@ -13,7 +13,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from oidc.oidc_provider import OidcProvider, sign_in_over_http
+from oidc.oidc_provider import sign_in_over_http, started_with_sso
 from stalwart.client import Client
 from stalwart.client.oidc import login_url, new_verifier
 from stalwart.db import tables as t
@@ -25,16 +25,8 @@ CODE = re.compile(r'<code id="oidc-code"[^>]*>([^<]+)</code>')
 
 @pytest.fixture(scope="module")
 def sso(tmp_path_factory):
-    home = tmp_path_factory.mktemp("sso-cli") / "home"
-    cluster = LocalTestCluster(home, agents=0)
-    provider = OidcProvider(cluster.url, home.parent)
-    cluster.master_config = provider.master_config()
-    provider.start()
-    try:
-        with cluster:
-            yield cluster, provider
-    finally:
-        provider.stop()
+    with started_with_sso(LocalTestCluster(tmp_path_factory.mktemp("sso-cli") / "home", agents=0)) as started:
+        yield started
 
 
 def _auth_login(cluster, home, *args: str) -> subprocess.Popen:

@@ -8,6 +8,7 @@ at every login).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -79,6 +80,20 @@ class OidcProvider:
             self.proc.terminate()
             self.proc.wait(timeout=10)
 
+
+
+@contextlib.contextmanager
+def started_with_sso(cluster):
+    """Start `cluster` (a LocalTestCluster, not yet started) with single sign-on through a provider of its own;
+    yields (cluster, provider) and stops both."""
+    provider = OidcProvider(cluster.url, cluster.home.parent)
+    cluster.master_config = provider.master_config()
+    provider.start()
+    try:
+        with cluster:
+            yield cluster, provider
+    finally:
+        provider.stop()
 
 
 def sign_in_over_http(http, start_url: str, login: str):

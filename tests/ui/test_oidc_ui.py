@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from conftest import UICluster
-from oidc.oidc_provider import OidcProvider
+from oidc.oidc_provider import started_with_sso
 from stalwart.db import tables as t
 
 pytestmark = pytest.mark.integration
@@ -20,16 +20,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def sso(tmp_path_factory):
     """A master (no agent) whose single sign-on goes through a provider of its own."""
-    home = tmp_path_factory.mktemp("sso-ui") / "home"
-    cluster = UICluster(home, agents=0)
-    provider = OidcProvider(cluster.url, home.parent)
-    cluster.master_config = provider.master_config()
-    provider.start()
-    try:
-        with cluster:
-            yield cluster, provider
-    finally:
-        provider.stop()
+    with started_with_sso(UICluster(tmp_path_factory.mktemp("sso-ui") / "home", agents=0)) as started:
+        yield started
 
 
 def _groups_of(cluster, username: str) -> list[str]:
