@@ -56,10 +56,9 @@ async def list_workspaces(request: Request, name: NameQuery = None, archived: Ar
     m = master(request)
     seen = authz.viewable_workspaces(m, identity(request), P.VIEW_WORKSPACES)
     with m.db.begin() as conn:
-        counts = wq.counts_by_workspace(conn)
         rows = [ws for ws in wq.all_workspaces(conn) if (seen is None or ws["id"] in seen)
                 and (name is None or ws["name"] == name) and (archived is None or bool(ws["archived"]) == archived)]
-        return {"workspaces": [spaces.workspace_view(conn, ws, counts) for ws in rows]}
+        return {"workspaces": spaces.workspace_views(conn, rows)}
 
 
 @route(router, "POST", "/workspaces")

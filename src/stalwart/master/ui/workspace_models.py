@@ -15,29 +15,12 @@ import sqlalchemy as sa
 from stalwart.api.errors import NotFoundError
 from stalwart.api.models.common import JsonObject
 from stalwart.db import tables as t
+from stalwart.master.queries import workspaces as wq
 from stalwart.master.service import Master
 
 W, P, E = t.workspaces.c, t.projects.c, t.experiments.c
 Visible = Callable[[int], bool]
 """May the caller see the workspace with this id?"""
-
-
-def _project_counts(conn: sa.Connection) -> dict[int, int]:
-    rows = conn.execute(sa.select(P.workspace_id, sa.func.count()).group_by(P.workspace_id)).all()
-    return {ws: n for ws, n in rows}
-
-
-def _experiment_counts_by_project(conn: sa.Connection, workspace_id: int | None = None) -> dict[int, int]:
-    query = sa.select(E.project_id, sa.func.count()).group_by(E.project_id)
-    if workspace_id is not None:
-        query = query.where(E.project_id.in_(sa.select(P.id).where(P.workspace_id == workspace_id)))
-    return {pid: n for pid, n in conn.execute(query).all()}
-
-
-def _experiment_counts_by_workspace(conn: sa.Connection) -> dict[int, int]:
-    rows = conn.execute(sa.select(P.workspace_id, sa.func.count()).select_from(t.experiments.join(
-        t.projects, E.project_id == P.id)).group_by(P.workspace_id)).all()
-    return {ws: n for ws, n in rows}
 
 
 def _workspace(row: sa.RowMapping, projects: int, experiments: int) -> JsonObject:
@@ -59,7 +42,7 @@ def workspaces_page(m: Master, visible: Visible, *, archived: bool = False) -> J
         if not archived:
             query = query.where(W.archived == sa.false())
         rows = conn.execute(query).mappings().all()
-        projects, experiments = _project_counts(conn), _experiment_counts_by_workspace(conn)
+        projects, experiments = wq.counts_by_workspace(conn)
     items = [_workspace(r, projects.get(r["id"], 0), experiments.get(r["id"], 0)) for r in rows if visible(r["id"])]
     return {"workspaces": items, "archived": archived}
 
@@ -77,7 +60,7 @@ def workspace_page(m: Master, visible: Visible, workspace_id: int) -> JsonObject
         row = _workspace_row(conn, workspace_id, visible)
         projects = conn.execute(sa.select(t.projects).where(P.workspace_id == workspace_id)
                                 .order_by(sa.func.lower(P.name), P.id)).mappings().all()
-        counts = _experiment_counts_by_project(conn, workspace_id)
+        counts = wq.experiments_per_project(conn, [p["id"] for p in projects])
     items = [_project(p, counts.get(p["id"], 0)) for p in projects]
     return {"workspace": _workspace(row, len(items), sum(counts.values())), "projects": items}
 

@@ -34,10 +34,20 @@ def get_project(conn: Conn, project_id: int) -> Row:
     return pj
 
 
-def workspace_view(conn: Conn, ws: Row, counts: tuple[dict[int, int], dict[int, int]] | None = None) -> dict:
-    projects, experiments = counts or wq.counts_by_workspace(conn)
+def workspace_views(conn: Conn, rows: list[Row]) -> list[dict]:
+    """The views of several workspaces, their counts and pool bindings read once for all."""
+    projects, experiments = wq.counts_by_workspace(conn)
+    bindings = wq.bindings(conn)
+    return [_view(ws, projects, experiments, bindings) for ws in rows]
+
+
+def workspace_view(conn: Conn, ws: Row) -> dict:
+    return workspace_views(conn, [ws])[0]
+
+
+def _view(ws: Row, projects: dict[int, int], experiments: dict[int, int], bindings: dict[str, list[int]]) -> dict:
     agent = {k: ws[col] for k, col in _AGENT_FIELDS}
-    bound = sorted(pool for pool, ids in wq.bindings(conn).items() if ws["id"] in ids)
+    bound = sorted(pool for pool, ids in bindings.items() if ws["id"] in ids)
     return {"id": ws["id"], "name": ws["name"], "archived": bool(ws["archived"]), "immutable": bool(ws["immutable"]),
             "createdBy": ws["created_by"], "createdAt": ws["created_at"],
             "numProjects": projects.get(ws["id"], 0), "numExperiments": experiments.get(ws["id"], 0),
