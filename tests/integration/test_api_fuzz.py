@@ -6,7 +6,10 @@ operation is called with the credentials its `x-auth-kind` names (the cluster to
 token; for user routes a fresh session of the bootstrap admin, which is never answered 401), first with the
 real ids in its path and generated query and body values, then with everything generated, valid and invalid.
 Hypothesis runs derandomized with a bounded number of examples per operation. Long polls and log follows are
-bounded so that no call hangs; the server-sent events stream never ends, so it is left out.
+bounded so that no call hangs; the web UI's server-sent events stream never ends, so its calls are streamed and
+judged by their status and headers (its errors, which end, by their whole answer). The static files and the UI's
+pages are operations like the others, and the static files also get the paths that once answered 500 (very long,
+`..`, NUL, encoded slashes, directories).
 
 One test checks every operation and reports all those that failed, each with its first failure.
 """
@@ -35,8 +38,10 @@ from schemathesis.checks import (
 from schemathesis.core.result import Err
 
 from helpers_auth import as_admin, bearer, log_in
+from stalwart.api.models.errors import ErrorBody
 from stalwart.context import pack_context
 from stalwart.master.auth import tokens
+from stalwart.master.ui import pages
 from stalwart.testing import LocalTestCluster
 
 pytestmark = pytest.mark.integration
@@ -56,7 +61,11 @@ GENERATED_EXAMPLES = 25
 CALL_TIMEOUT_S = 15.0
 """A call that has not answered by then counts as a failure (a hang), not a wait."""
 
-LEFT_OUT = {("GET", "/api/v1/ui/events"): "a server-sent events stream: it stays open until the client leaves"}
+ENDLESS = {("GET", "/api/v1/ui/events")}
+"""Operations whose successful answer is a stream that stays open until the client leaves."""
+STATIC_PATHS = ["x/" + "a" * 300, "a" * 5000, "../../../../etc/passwd", "..%2F..%2Fpyproject.toml", "%00", "a\x00b",
+                "js", "js/", "vendor/", ".", "..", "app.css/x", "%2e%2e/%2e%2e/x", "~", "con", "a/" * 200]
+"""Paths of static files that are not there (or not files), as a browser or a prober might send them."""
 BOUNDED_QUERY = {"timeout": 0.2, "timeout_seconds": 0.2}
 """Long-poll waits, capped so a call answers at once."""
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
@@ -67,7 +76,7 @@ ENDS_ITS_SESSION = {("POST", "/api/v1/auth/logout"), ("POST", "/logout")}
 @dataclass(frozen=True)
 class RealMaster:
     url: str
-    cluster_token: str
+    agent_credential: str  # agent-0's own (the cluster token only enrolls)
     allocation_token: str
     path_values: dict[str, str | int]
 
@@ -104,18 +113,18 @@ def real_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealMaster
         token_id = http.post("/api/v1/tokens", json={"description": "fuzzed"}).json()["tokenInfo"]["id"]
         yield RealMaster(
             url=c.url,
-            cluster_token=c.cluster_token(),
+            agent_credential=c.agent_credential(0),
             allocation_token=tokens.allocation_token(_master_secret(home / "home" / "master.db"), allocation_id),
             path_values={"exp_id": exp_id, "trial_id": trial["id"], "allocation_id": allocation_id,
                          "uuid": detail["latest_checkpoint"]["uuid"], "agent_id": "agent-0", "job_id": job_id,
                          "task_id": f"trial-{trial['id']}", "action": "archive", "username": "determined",
-                         "token_id": token_id},
+                         "token_id": token_id, "version": pages.VERSION, "path": "app.css"},
         )
 
 
 def _credentials(master: RealMaster, auth_kinds: list[str]) -> dict[str, str]:
     if "cluster" in auth_kinds:
-        return {"authorization": f"Bearer {master.cluster_token}"}
+        return {"authorization": f"Bearer {master.agent_credential}"}
     if "allocation" in auth_kinds:
         return {tokens.ALLOCATION_HEADER: master.allocation_token}
     if "user" in auth_kinds:  # a session of its own per operation: a logout fuzzed ends only that one
@@ -172,10 +181,47 @@ def _check_operation(master: RealMaster, operation: schemathesis.APIOperation) -
         def call(case: schemathesis.Case) -> None:
             _bounded(case)
             _with_credentials(case, headers)
-            reply = case.call_and_validate(base_url=master.url, headers=headers, checks=CHECKS, timeout=CALL_TIMEOUT_S)
-            assert not (needs_session and reply.status_code == 401), f"the admin's session was refused: {reply.text}"
+            if (operation.method.upper(), operation.path) in ENDLESS:
+                status = _call_stream(master, case, headers)
+            else:
+                reply = case.call_and_validate(base_url=master.url, headers=headers, checks=CHECKS,
+                                               timeout=CALL_TIMEOUT_S)
+                status = reply.status_code
+            assert not (needs_session and status == 401), "the admin's session was refused"
 
         call()
+
+
+def _call_stream(master: RealMaster, case: schemathesis.Case, headers: dict[str, str]) -> int:
+    """Call an endless stream: a 200 is judged by its status and content type (it is not read); any other answer
+    ends, and is read and checked against the document like every other call's."""
+    kwargs = case.as_transport_kwargs(base_url=master.url, headers=headers)
+    kwargs.pop("timeout", None)
+    method, url = kwargs.pop("method"), kwargs.pop("url")
+    documented = case.operation.definition.raw.get("responses", {})
+    with httpx.Client(timeout=CALL_TIMEOUT_S) as http, http.stream(
+            method, url, headers=kwargs.get("headers"), params=kwargs.get("params"),
+            cookies=kwargs.get("cookies")) as reply:
+        assert reply.status_code < 500, f"{url}: {reply.status_code} {reply.read()[:500]!r}"
+        assert str(reply.status_code) in documented, f"{url}: {reply.status_code} is not documented"
+        if reply.status_code == 200:
+            assert reply.headers["content-type"].startswith("text/event-stream"), reply.headers
+        else:
+            assert reply.headers["content-type"].startswith("application/json"), reply.headers
+            ErrorBody.model_validate_json(reply.read())
+        return reply.status_code
+
+
+def test_static_files_that_are_not_there_answer_404(real_master: RealMaster) -> None:
+    """The static route's odd paths (one of them once answered 500 with the install path) are each a 404 that
+    names neither the install path nor a traceback."""
+    with httpx.Client(base_url=real_master.url, timeout=CALL_TIMEOUT_S) as http:
+        version = real_master.path_values["version"]
+        for path in STATIC_PATHS:
+            reply = http.get(f"/ui/static/{version}/{path}")
+            assert reply.status_code == 404, (path[:60], reply.status_code, reply.text[:300])
+            assert "site-packages" not in reply.text and "/src/stalwart" not in reply.text, reply.text[:300]
+            assert "Traceback" not in reply.text
 
 
 @pytest.mark.timeout(600)
@@ -188,13 +234,12 @@ def test_every_operation_answers_as_documented_and_never_with_a_5xx(real_master:
             failures[f"unusable operation {result.err().label}"] = str(result.err())
             continue
         operation = result.ok()
-        if (operation.method.upper(), operation.path) in LEFT_OUT:
-            continue
         checked += 1
         try:
             _check_operation(real_master, operation)
         except (Exception, BaseExceptionGroup) as err:  # schemathesis groups its failures: each is collected
             failures[f"{operation.method.upper()} {operation.path}"] = f"{type(err).__name__}: {err}"[:1500]
     assert checked > 40, f"only {checked} operations in the document"
+    assert len(schema) == checked, "an operation of the document was not checked"
     report = "\n\n".join(f"== {label}\n{text}" for label, text in sorted(failures.items()))
     assert not failures, f"{len(failures)} of {checked} operations failed:\n{report}"

@@ -63,6 +63,7 @@ class Served:
     port: int
     cluster_token: str
     allocation_token: str
+    agent_credential: str  # an enrolled agent's own (the cluster token only enrolls)
 
     @property
     def url(self) -> str:
@@ -91,7 +92,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         assert thread.is_alive() and time.monotonic() < deadline, "the master did not start"
         time.sleep(0.05)
     m = app.state.master
-    yield Served("127.0.0.1", server.config.port, m.cluster_token, m.allocation_token("0" * 32))
+    enrolled = httpx.post(f"http://127.0.0.1:{server.config.port}/api/v1/agents", json={"agent_id": "a0", "slots": 1},
+                          headers={"authorization": f"Bearer {m.cluster_token}"})
+    assert enrolled.status_code == 200, enrolled.text
+    yield Served("127.0.0.1", server.config.port, m.cluster_token, m.allocation_token("0" * 32),
+                 enrolled.json()["credential"])
     server.should_exit = True
     thread.join(15)
 
@@ -116,7 +121,7 @@ def _error(reply: httpx.Response, status: int, *names: str) -> ErrorBody:
 def _credentials(served: Served, spec: RouteSpec) -> dict[str, str]:
     kinds = {spec.auth, *spec.also_auth}
     if AuthKind.CLUSTER in kinds:
-        return {"authorization": f"Bearer {served.cluster_token}"}
+        return {"authorization": f"Bearer {served.agent_credential}"}
     if AuthKind.ALLOCATION in kinds:
         return {tokens.ALLOCATION_HEADER: served.allocation_token}
     return {}
@@ -240,7 +245,7 @@ def test_a_bad_log_timestamp_is_a_400_naming_it(api: httpx.Client, served: Serve
     template, name = LOG_BODIES[shape]
     text = template.replace("TIMESTAMP", timestamp)
     reply = api.post("/api/v1/task/logs", content=text, headers={
-        "authorization": f"Bearer {served.cluster_token}", "content-type": "application/json"})
+        "authorization": f"Bearer {served.agent_credential}", "content-type": "application/json"})
     _error(reply, 400, name)
 
 

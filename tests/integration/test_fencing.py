@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -77,11 +78,23 @@ def test_a_second_agent_with_a_live_agents_id_is_refused_and_changes_nothing(tmp
         exp_id = create(c, fault_config(tmp_path / "ledger", steps=80), FAULTS)
         trial_id = first_trial(c, exp_id)
         wait_running_process(c, trial_id, marker)
-        # the same id from another work directory (another machine, or a second `up`): refused while the first lives
+        # the same id from another work directory (another machine, or a second `up`): refused; it has not the
+        # id's own credential (the cluster token only enrolls new ids)
         intruder = c._spawn(["agent", "run", "--master", c.url, "--agent-id", "agent-0", "--work-dir",
                              str(tmp_path / "other"), "--slots", "1"], "intruder.log")
         try:
-            c.wait_for(lambda: "held by another running agent" in c.log("intruder.log"), timeout=30,
+            c.wait_for(lambda: "agent agent-0 has its own credential" in c.log("intruder.log"), timeout=30,
+                       what="the second agent to be refused")
+            assert len(runs(c, trial_id)) == 1 and runs(c, trial_id)[0]["state"] == "RUNNING"
+        finally:
+            intruder.kill()
+            intruder.wait()
+        # even with the id's credential (its file copied over), refused while the first lives
+        shutil.copy(c.home / "agent-0" / "agent-credential.json", tmp_path / "other" / "agent-credential.json")
+        intruder = c._spawn(["agent", "run", "--master", c.url, "--agent-id", "agent-0", "--work-dir",
+                             str(tmp_path / "other"), "--slots", "1"], "intruder-2.log")
+        try:
+            c.wait_for(lambda: "held by another running agent" in c.log("intruder-2.log"), timeout=30,
                        what="the second agent to be refused")
             assert len(runs(c, trial_id)) == 1 and runs(c, trial_id)[0]["state"] == "RUNNING"
         finally:

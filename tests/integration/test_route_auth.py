@@ -7,7 +7,8 @@ live run, so each path value names something that exists. User A ("ann") is an a
 - user routes: 401 without credentials and with a garbage token (pages may instead redirect to /login), and
   with the cluster token or an allocation token (neither is a user session); 403 naming the permission for ann
   where the permission is for admins only, or for the owner and the object is bob's;
-- cluster routes: 401 without the cluster token, 403 with a wrong one (a user session is a wrong one);
+- cluster routes: 401 without an agent's credential, 403 with a wrong one (a user session is a wrong one; the
+  cluster token and other agents' credentials: tests/integration/test_agent_credentials.py);
 - allocation routes: 401 without an allocation token, 403 with a forged one;
 - open routes: exactly the listed ones, and each answers without credentials.
 """
@@ -100,8 +101,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         made = admin.post("/api/v1/users", json={"username": name, "password": f"pw-{name}"})
         assert made.status_code == 200, made.text
         as_user(ann if name == "ann" else bob, name, f"pw-{name}")
-    cluster = bearer(m.cluster_token)
-    assert anonymous.post("/api/v1/agents", json={"agent_id": "a0", "slots": 4}, headers=cluster).status_code == 200
+    local = TestClient(app, client=("127.0.0.1", 50000))  # the cluster token enrolls from loopback (no `with`)
+    enrolled = local.post("/api/v1/agents", json={"agent_id": "a0", "slots": 4}, headers=bearer(m.cluster_token))
+    local.close()
+    assert enrolled.status_code == 200 and enrolled.json()["credential"], enrolled.text
 
     ctx = home / "ctx"
     ctx.mkdir()

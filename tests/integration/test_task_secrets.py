@@ -3,10 +3,10 @@
 A real local cluster runs a tiny trial and a command of ann (a user, not an admin), each running
 `task_probe/probe.py`: it writes down its environment and the text of every file under its working directory,
 its run directory, any directory the master or the agent named to it, and any file any variable names. None of
-it holds the cluster token, the master's secret (the key that signs allocation tokens), the admin's session, or
-a path into the master's home other than the task's own directories. It does hold its allocation's token and a
-session of its owner: that session answers GET /api/v1/me with ann's name, lets the SDK inside the trial read
-its experiment with ann's rights, and is refused (401) once the allocation has ended.
+it holds the cluster token, the master's secret (the key that signs allocation tokens), the admin's session, its
+agent's own credential, or a path into the master's home other than the task's own directories. It does hold its
+allocation's token and a session of its owner: that session answers GET /api/v1/me with ann's name, lets the SDK
+inside the trial read its experiment with ann's rights, and is refused (401) once the allocation has ended.
 """
 
 from __future__ import annotations
@@ -48,10 +48,11 @@ class Secrets:
     cluster_token: str
     master_secret: str
     admin_session: str
+    agent_credential: str
 
     def named(self) -> dict[str, str]:
         return {"the cluster token": self.cluster_token, "the master's secret": self.master_secret,
-                "the admin's session": self.admin_session}
+                "the admin's session": self.admin_session, "the agent's credential": self.agent_credential}
 
 
 @dataclass
@@ -80,7 +81,8 @@ def secrets(cluster: LocalTestCluster) -> Secrets:
     with sqlite3.connect(cluster.home / "master.db") as db:
         (secret,) = db.execute("SELECT value FROM cluster_info WHERE key = 'secret'").fetchone()
     assert cluster.admin_token is not None
-    return Secrets(cluster.home, cluster.cluster_token(), str(secret), cluster.admin_token)
+    return Secrets(cluster.home, cluster.cluster_token(), str(secret), cluster.admin_token,
+                   cluster.agent_credential(0))
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,8 @@
 Two OS users are made with `useradd`; a real master and a root agent run; Stalwart users ann and bob are linked to
 them with `stalwart user link-with-agent-user`. bob's trial runs first and reports its uid and work directory;
 then ann's trial reports its uid and tries to read the cluster token, the master's database, bob's work directory
-(and a file in it), the agent's work root and its lock: every read fails with PermissionError. An agent that is
-not root refuses such a task with a reason saying it must run as root.
+(and a file in it), the agent's work root, its lock and its own credential: every read fails with PermissionError.
+An agent that is not root refuses such a task with a reason saying it must run as root.
 
 The trial processes run the agent's Python interpreter as the OS users. Where that interpreter is out of their
 reach (e.g. under /root), the test builds a tiny virtual environment on the system's Python of the same version
@@ -201,7 +201,7 @@ def ann_saw(setup: Setup, bob_saw: dict[str, Any]) -> dict[str, Any]:
     home = setup.cluster.home
     return _run_probe(setup, "ann", str(home / "cluster-token"), str(home / "master.db"), bob_workdir,
                       os.path.join(bob_workdir, "probe.py"), str(setup.work_root),
-                      str(setup.work_root / "agent.lock"))
+                      str(setup.work_root / "agent.lock"), str(setup.work_root / "agent-credential.json"))
 
 
 def test_the_link_shows_in_describe_and_list(setup: Setup) -> None:
@@ -224,7 +224,7 @@ def test_each_trial_runs_as_its_owners_os_user(ann_saw: dict[str, Any], bob_saw:
 
 
 def test_a_trial_reads_neither_the_masters_files_nor_another_users_work(ann_saw: dict[str, Any]) -> None:
-    assert len(ann_saw["tries"]) == 6, ann_saw
+    assert len(ann_saw["tries"]) == 7, ann_saw
     assert {path: outcome for path, outcome in ann_saw["tries"].items() if outcome != "PermissionError"} == {}
 
 
@@ -233,11 +233,12 @@ def test_the_master_home_and_its_secrets_are_private(setup: Setup) -> None:
     assert home.stat().st_mode & 0o777 == 0o700
     for name in ("cluster-token", "master.db"):
         assert (home / name).stat().st_mode & 0o777 == 0o600, name
+    assert (setup.work_root / "agent-credential.json").stat().st_mode & 0o777 == 0o600  # the agent's own
 
 
 def test_the_link_is_admins_only_and_validated(setup: Setup) -> None:
     ann = setup.clients["ann"]
-    with pytest.raises(ForbiddenError, match="manage_users"):
+    with pytest.raises(ForbiddenError, match="set_agent_user"):
         ann.link_agent_user("ann", uid=0, gid=0, user="root", group="root")
     assert ann.get_user("ann").agentUserGroup is not None  # unchanged
     bad = setup.cluster.cli("user", "link-with-agent-user", "ann", "--agent-uid", "-1", "--agent-gid", "0",

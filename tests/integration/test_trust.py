@@ -1,4 +1,5 @@
-"""Trust boundaries: agents need the cluster token; a trial's token only reaches its own trial."""
+"""Trust boundaries: agents need their own credential (the cluster token only enrolls); a trial's token only reaches
+its own trial."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def test_tokens_bind_reports_to_their_own_trial(cluster):
     # agent-only calls
     with pytest.raises(AuthError):
         Client(c.url).post("/agents", {"agent_id": "rogue", "slots": 8})
-    with pytest.raises(ForbiddenError, match="wrong cluster token"):
+    with pytest.raises(ForbiddenError, match="unknown agent credential"):
         Client(c.url, cluster_token="not-the-token").post("/agents", {"agent_id": "rogue", "slots": 8})
     with pytest.raises(ForbiddenError):
         Client(c.url, cluster_token=a_token).get(f"/allocations/{run_a['id']}/context")

@@ -6,7 +6,6 @@ import base64
 import pathlib
 import tempfile
 
-import httpx
 import pytest
 import sqlalchemy as sa
 import yaml
@@ -50,9 +49,12 @@ def test_user_text_is_escaped_everywhere(ui_cluster, page, tmp_path):
     exp = _create(c, tmp_path, name=EVIL, description=EVIL, labels=[EVIL, "ok"],
                   hyperparameters={"lr": 0.1, "note": EVIL, EVIL: 1})
     tid = exp["trial_id"]
-    httpx.post(c.url + "/api/v1/task/logs", headers={"Authorization": f"Bearer {c.cluster_token()}"}, json={
-        "logs": [{"trial_id": tid, "log": f"line {i} {EVIL}", "level": "INFO"} for i in range(3)]}).raise_for_status()
     engine = sa.create_engine(c.db_url)
+    with engine.begin() as conn:  # hostile log lines of the trial (an agent ships only its own allocations' lines)
+        for i in range(3):
+            conn.execute(sa.text("INSERT INTO task_logs (trial_id, timestamp, level, stdtype, source, log) VALUES "
+                                 "(:t, :ts, 'INFO', 'stdout', 'task', :log)"),
+                         {"t": tid, "ts": 1.0 + i, "log": f"line {i} {EVIL}"})
     with engine.begin() as conn:  # a metric whose *name* is hostile, straight into the metrics table
         conn.execute(sa.text("INSERT INTO metrics (trial_id, trial_run_id, group_name, steps_completed, metrics, "
                              "report_time) VALUES (:t, 1, 'validation', 5, :m, 1.0)"),

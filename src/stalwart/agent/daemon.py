@@ -1,4 +1,5 @@
-"""The agent's main loop: register, poll for actions, start and kill trial processes; outlive master restarts."""
+"""The agent's main loop: enroll or register, poll for actions, start and kill trial processes; outlive master
+restarts. The cluster token only enrolls: the agent then presents its own credential (`agent/credential.py`)."""
 
 from __future__ import annotations
 
@@ -7,28 +8,35 @@ import pathlib
 import socket
 import threading
 import time
+from collections.abc import Sequence
 
-from stalwart.agent import os_users
+from stalwart.agent import credential, os_users
 from stalwart.agent.fencing import AgentLock, Lease, kill_recorded
 from stalwart.agent.log_buffer import DEFAULT_BLOCK_TIMEOUT, DEFAULT_MAX_BYTES
 from stalwart.agent.outbox import AllocationExited, AllocationStarted, LogShipper, Outbox
 from stalwart.agent.process import TrialProcess
 from stalwart.agent.slots import threads_per_slot
 from stalwart.agent.workdirs import WorkDirSweeper
-from stalwart.api.errors import InvalidStateError, MasterUnavailable, StalwartError
+from stalwart.api.errors import InvalidRequest, InvalidStateError, MasterUnavailable, StalwartError
 from stalwart.api.models.agents import StartOrder
 from stalwart.client import Client
+from stalwart.config.agent import DEFAULT_TASK_ENV_PASSTHROUGH
 
 log = logging.getLogger("stalwart.agent")
 
 
 class Agent:
-    def __init__(self, master_url: str, cluster_token: str, work_root: pathlib.Path, *, agent_id: str | None = None,
+    def __init__(self, master_url: str, cluster_token: str | None, work_root: pathlib.Path, *,
+                 agent_id: str | None = None,
                  slots: int = 1, slot_type: str = "cpu", resource_pool: str = "default",
                  poll_timeout: float = 20.0, log_buffer_bytes: int = DEFAULT_MAX_BYTES,
-                 log_block_timeout: float = DEFAULT_BLOCK_TIMEOUT, keep_work_dirs: int = 0) -> None:
+                 log_block_timeout: float = DEFAULT_BLOCK_TIMEOUT, keep_work_dirs: int = 0,
+                 task_env_passthrough: Sequence[str] = DEFAULT_TASK_ENV_PASSTHROUGH) -> None:
         self.agent_id = agent_id or socket.gethostname()
         self.client = Client(master_url, cluster_token=cluster_token, timeout=poll_timeout + 15)
+        self.cluster_token = cluster_token
+        self.task_env_passthrough = tuple(task_env_passthrough)  # what tasks get of this agent's env
+        self.credential: credential.Stored | None = None  # this agent's own, once found or given
         self.work_root = pathlib.Path(work_root)
         self.slots, self.slot_type, self.resource_pool = slots, slot_type, resource_pool
         self.poll_timeout = poll_timeout
@@ -55,6 +63,7 @@ class Agent:
             running += [a for a in self._undelivered_exits() if a not in running]
             sent_at = time.monotonic()
             try:
+                self._present_credential()
                 reply = self.client.register_agent(
                     self.agent_id, hostname=socket.gethostname(), slots=self.slots, slot_type=self.slot_type,
                     resource_pool=self.resource_pool, running_allocations=running,
@@ -71,6 +80,8 @@ class Agent:
                 log.error("%s; retrying in 5 s", err)
                 self._stop.wait(5.0)
                 continue
+            if reply.credential:
+                self._keep_credential(reply.cluster_id, reply.credential)
             self.lease.set_timeout(reply.agent_timeout)
             self.lease.renew(sent_at)
             for allocation_id in reply.kill:
@@ -78,6 +89,32 @@ class Agent:
             log.info("registered agent %s with %d %s slot(s) at %s", self.agent_id, self.slots, self.slot_type,
                      self.client.url)
             return
+
+    def _present_credential(self) -> None:
+        """Present this agent's own credential when its work directory keeps one for this master's cluster; else
+        the cluster token, to enroll."""
+        if self.credential is not None:
+            return
+        stored = credential.load(self.work_root, self.agent_id)
+        if stored is not None and stored.cluster_id != self.client.master_info().cluster_id:
+            log.warning("%s was given by another cluster's master (a master with a new database); this agent "
+                        "enrolls again with the cluster token", credential.path_of(self.work_root))
+            stored = None
+        if stored is not None:
+            self.credential = stored
+            self.client.use_agent_credential(stored.credential)
+        elif not self.cluster_token:
+            raise InvalidRequest(f"agent {self.agent_id} has no credential in {self.work_root} and no cluster token to "
+                                 "enroll with: pass --token or --token-file (the master writes it to its home's "
+                                 "cluster-token)")
+
+    def _keep_credential(self, cluster_id: str, given: str) -> None:
+        """The master enrolled this agent: keep its credential (0600, in the work directory) and present it."""
+        stored = credential.Stored(self.agent_id, cluster_id, given)
+        credential.store(self.work_root, stored)
+        self.credential = stored
+        self.client.use_agent_credential(given)
+        log.info("agent %s enrolled; its credential is in %s", self.agent_id, credential.path_of(self.work_root))
 
     def _running(self) -> list[str]:
         with self._lock:
@@ -93,7 +130,7 @@ class Agent:
             if allocation_id in self.procs:
                 return
             proc = TrialProcess(order.model_dump(), self.work_root, self.agent_id, self.shipper.add_lines, self._exited,
-                                threads=threads_per_slot(self.slots))
+                                threads=threads_per_slot(self.slots), passthrough=self.task_env_passthrough)
             self.procs[allocation_id] = proc
         try:
             ctx = self.client.allocation_context(allocation_id)

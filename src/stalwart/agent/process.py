@@ -13,10 +13,12 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
-from stalwart.agent import os_users
+from stalwart.agent import os_users, task_env
 from stalwart.agent.fencing import FENCE_FD_ENV, ProcessRecord
+from stalwart.config.agent import DEFAULT_TASK_ENV_PASSTHROUGH
 from stalwart.context import safe_extract
 
 LAUNCHER = [sys.executable, "-m", "stalwart.harness.launch"]
@@ -26,9 +28,10 @@ MAX_LINE_BYTES = 1024 * 1024  # a longer line (no newline yet) is stored in piec
 
 class TrialProcess:
     def __init__(self, order: dict, root: pathlib.Path, agent_id: str, on_line, on_exit,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, passthrough: Sequence[str] = DEFAULT_TASK_ENV_PASSTHROUGH) -> None:
         self.order = order
         self.threads = threads  # OMP_NUM_THREADS for each process of this run, unless the agent or config sets it
+        self.passthrough = passthrough  # the agent config's task_env_passthrough: what it gets of the agent's env
         self.allocation_id = order["allocation_id"]
         self.dir = root / self.allocation_id
         self.workdir = self.dir / "workdir"
@@ -64,8 +67,9 @@ class TrialProcess:
 
     def start(self) -> int | None:
         """Start the launcher; None if a kill arrived first (the exit is reported then)."""
-        # nothing of the agent's own: its cluster token, its home (and through it the master's files) stay out
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("STALWART_", "DET_"))}
+        # a clean environment (agent/task_env.py): nothing of the agent's own but a minimal base and what the
+        # agent config passes on; then what the master set for the task and what its config asks
+        env = task_env.inherited(os.environ, self.passthrough)
         env.update(self.order["env"])
         env["STALWART_INFO_FILE"] = str(self.run_dir / "info.json")
         env["DET_RUN_DIR"] = str(self.run_dir)

@@ -88,6 +88,19 @@ class TryLater(StalwartError):
     kind = "unavailable"
 
 
+class TooManyRequests(StalwartError):
+    """Too many failed logins for a user name or from an address (the back-off, docs/users.md), or too many
+    password checks at once: ask again after `retry_after_s` seconds (the answer's Retry-After header)."""
+
+    http_status = 429
+    exit_code = 5
+    kind = "too_many_requests"
+
+    def __init__(self, message: str, *, retry_after_s: int = 1, details: list[str] | None = None) -> None:
+        super().__init__(message, details=details)
+        self.retry_after_s = max(1, retry_after_s)
+
+
 class MasterUnavailable(StalwartError):
     """The client could not reach the master."""
 
@@ -108,6 +121,7 @@ _BY_KIND = {
         AuthError,
         ForbiddenError,
         TryLater,
+        TooManyRequests,
         MasterUnavailable,
     )
 }

@@ -48,8 +48,11 @@ EDIT_EXPERIMENTS = _p("edit_experiments", "pause, activate, kill, archive, edit 
                                           "kill its trials", Rule.OWNER)
 DELETE_EXPERIMENTS = _p("delete_experiments", "delete an experiment and everything it stored", Rule.OWNER)
 DELETE_CHECKPOINTS = _p("delete_checkpoints", "delete checkpoints", Rule.OWNER)
-VIEW_CLUSTER = _p("view_cluster", "read agents, slots, jobs, tasks and the scheduler's preview", Rule.ANYONE)
-MANAGE_AGENTS = _p("manage_agents", "enable, disable and drain agents", Rule.ADMIN)
+VIEW_CLUSTER = _p("view_cluster", "read agents, slots, the job queue (others' jobs anonymously) and the scheduler's "
+                                  "preview", Rule.ANYONE)
+VIEW_TASKS = _p("view_tasks", "read commands and other tasks: their configs, states and logs", Rule.ANYONE)
+MANAGE_AGENTS = _p("manage_agents", "enable, disable and drain agents; list and revoke their credentials",
+                   Rule.ADMIN)
 EDIT_JOBS = _p("edit_jobs", "change a job's priority, weight, resource pool or queue position", Rule.OWNER)
 CREATE_COMMANDS = _p("create_commands", "run commands on the cluster", Rule.ANYONE)
 EDIT_COMMANDS = _p("edit_commands", "kill a command", Rule.OWNER)
@@ -72,22 +75,30 @@ ASSIGN_ROLES = _p("assign_roles", "assign and unassign roles", Rule.ADMIN)
 VIEW_ROLES = _p("view_roles", "list roles and their permissions, and one's own", Rule.ANYONE)
 MANAGE_GROUPS = _p("manage_groups", "create and delete user groups and change their members", Rule.ADMIN)
 BIND_POOLS = _p("bind_pools", "bind resource pools to workspaces", Rule.ADMIN)
+SET_AGENT_USER = _p("set_agent_user", "link a user or a workspace to the OS user its tasks run as on agents",
+                    Rule.ADMIN)
 VIEW_MODEL_REGISTRY = _p("view_model_registry", "read the model registry", Rule.ANYONE)
 
 REGISTRY: dict[str, Permission] = {p.name: p for p in (
     VIEW_EXPERIMENTS, CREATE_EXPERIMENTS, EDIT_EXPERIMENTS, DELETE_EXPERIMENTS, DELETE_CHECKPOINTS, VIEW_CLUSTER,
-    MANAGE_AGENTS, EDIT_JOBS, CREATE_COMMANDS, EDIT_COMMANDS, VIEW_USERS, EDIT_OWN_ACCOUNT, MANAGE_USERS,
+    VIEW_TASKS, MANAGE_AGENTS, EDIT_JOBS, CREATE_COMMANDS, EDIT_COMMANDS, VIEW_USERS, EDIT_OWN_ACCOUNT, MANAGE_USERS,
     MANAGE_OWN_TOKENS, MANAGE_ALL_TOKENS, VIEW_AUDIT, SIGN_OUT, VIEW_WORKSPACES, CREATE_WORKSPACES, EDIT_WORKSPACES,
     DELETE_WORKSPACES, CREATE_PROJECTS, EDIT_PROJECTS, DELETE_PROJECTS, ASSIGN_ROLES, VIEW_ROLES, MANAGE_GROUPS,
-    BIND_POOLS, VIEW_MODEL_REGISTRY)}
+    BIND_POOLS, SET_AGENT_USER, VIEW_MODEL_REGISTRY)}
 """Every permission by name."""
 
 ACCOUNT = frozenset({SIGN_OUT, EDIT_OWN_ACCOUNT, MANAGE_OWN_TOKENS, VIEW_USERS, VIEW_ROLES, VIEW_CLUSTER})
 """What every active user may do in rbac mode too, whatever their roles (by the basic rules)."""
 
 CLUSTER_ONLY = frozenset({MANAGE_AGENTS, MANAGE_USERS, MANAGE_ALL_TOKENS, VIEW_AUDIT, MANAGE_GROUPS, BIND_POOLS,
-                          CREATE_WORKSPACES})
+                          CREATE_WORKSPACES, SET_AGENT_USER})
 """Permissions on no workspace: only a role assigned on the whole cluster grants them."""
+
+NOT_FOR_TASKS = frozenset({MANAGE_USERS, EDIT_OWN_ACCOUNT, MANAGE_OWN_TOKENS, MANAGE_ALL_TOKENS, MANAGE_GROUPS,
+                           ASSIGN_ROLES, MANAGE_AGENTS, BIND_POOLS, SET_AGENT_USER})
+"""What a task's credential (the owner session a trial, command or other task holds) never has, whoever its owner:
+the permissions that change identity or the cluster (users, passwords, tokens, groups, roles, agents, pools,
+agent-user links). Everything else is its owner's, for as long as its allocation lives."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +109,7 @@ class Role:
     workspace_scoped: bool = True  # may be assigned on one workspace (else on the cluster only)
 
 
-_VIEW = frozenset({VIEW_EXPERIMENTS, VIEW_WORKSPACES, VIEW_MODEL_REGISTRY})
+_VIEW = frozenset({VIEW_EXPERIMENTS, VIEW_TASKS, VIEW_WORKSPACES, VIEW_MODEL_REGISTRY})
 _EDIT = _VIEW | {CREATE_EXPERIMENTS, EDIT_EXPERIMENTS, DELETE_EXPERIMENTS, DELETE_CHECKPOINTS, EDIT_JOBS,
                  CREATE_PROJECTS, EDIT_PROJECTS, DELETE_PROJECTS, CREATE_COMMANDS, EDIT_COMMANDS}
 _NTSC = frozenset({CREATE_COMMANDS, EDIT_COMMANDS})
@@ -107,8 +118,9 @@ ROLES: dict[str, Role] = {r.name: r for r in (
     Role("ClusterAdmin", "everything, everywhere", frozenset(REGISTRY.values()), workspace_scoped=False),
     Role("WorkspaceAdmin", "everything within the workspace: its settings, projects, experiments, tasks and "
                            "who has which role in it", _EDIT | {EDIT_WORKSPACES, DELETE_WORKSPACES, ASSIGN_ROLES}),
-    Role("WorkspaceCreator", "create workspaces (and administer those one creates)", frozenset({CREATE_WORKSPACES}),
-         workspace_scoped=False),
+    Role("WorkspaceCreator", "create workspaces (in rbac mode the creator gets WorkspaceAdmin on each one it "
+                             "creates, as security.authz.workspace_creator_assign_role says)",
+         frozenset({CREATE_WORKSPACES}), workspace_scoped=False),
     Role("Editor", "create, change and delete projects, experiments and tasks in the workspace", _EDIT),
     Role("EditorRestricted", "an Editor who may not run commands or other interactive tasks", _EDIT - _NTSC),
     Role("Viewer", "read everything in the workspace", _VIEW),

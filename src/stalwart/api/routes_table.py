@@ -8,12 +8,13 @@ and `streaming` marks answers that stay open (NDJSON log follow, server-sent eve
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pydantic import BaseModel
 
 from stalwart.api import permissions as P
-from stalwart.api.auth_kinds import AuthKind
+from stalwart.api.auth_kinds import PATH_VALUES, AuthKind, PathValue, Scope
 from stalwart.api.models import (
     agents,
     allocations,
@@ -54,6 +55,12 @@ class RouteSpec:
     also_auth: tuple[AuthKind, ...] = ()
     permission: P.Permission | None = None  # what a user route needs (api/permissions.py); None on other kinds
     error_model: type[BaseModel] = ErrorBody
+    scope: Scope | None = None  # what a user route's permission is checked on (auth_kinds.Scope); None on others
+
+    @property
+    def path_values(self) -> tuple[str, ...]:
+        """The names of the path's values, in order."""
+        return tuple(re.findall(r"\{(\w+)", self.path))
 
     @property
     def key(self) -> tuple[str, str]:
@@ -62,6 +69,7 @@ class RouteSpec:
 
 OPEN, CLUSTER, ALLOC, USER = AuthKind.OPEN, AuthKind.CLUSTER, AuthKind.ALLOCATION, AuthKind.USER
 BAD, AUTH, NF, STATE, BIG, BUSY = 400, (401, 403), 404, 409, 413, 503
+SLOW = 429  # a password check in the back-off of failed logins, or too many at once (identity/login_guard)
 E = "/api/v1/experiments"
 T = "/api/v1/trials"
 AL = "/api/v1/allocations"
@@ -81,8 +89,28 @@ def _r(method: str, path: str, auth: AuthKind, response: type[BaseModel] | None,
         raise ValueError(f"{method} {path}: a user route must name its permission (api/permissions.py)")
     if method in ("POST", "PATCH", "PUT"):
         codes.append(BIG)
+    values = re.findall(r"\{(\w+)", path)
+    unknown = [v for v in values if v not in PATH_VALUES]
+    if unknown:
+        raise ValueError(f"{method} {path}: path value(s) {unknown} name nothing api/auth_kinds.PATH_VALUES knows: say "
+                         "what they name there (and in identity.authz how to find it)")
+    if auth is USER:
+        kw["scope"] = kw.get("scope") or _path_scope(method, path, values)
     return RouteSpec(method, path, auth, response, errors=tuple(sorted(set(codes))), **kw)  # type: ignore[arg-type]
 
+
+def _path_scope(method: str, path: str, values: list[str]) -> Scope:
+    """A user route's scope when its entry gives none: the objects its path names; a route naming none must say
+    what its permission is checked on."""
+    named = {PathValue.WORKSPACE_OBJECT, PathValue.ACCOUNT_OBJECT}
+    if any(PATH_VALUES[v] in named for v in values):
+        return Scope.PATH
+    raise ValueError(f"{method} {path}: a user route whose path names no workspace or account object must give its "
+                     "scope (auth_kinds.Scope: query, body, list, own or cluster)")
+
+
+PATH, QUERY, BODY, LIST, OWN, CLUSTER_WIDE = (Scope.PATH, Scope.QUERY, Scope.BODY, Scope.LIST, Scope.OWN,
+                                              Scope.CLUSTER)
 
 ROUTES: tuple[RouteSpec, ...] = (
     # the master and its documents
@@ -92,8 +120,8 @@ ROUTES: tuple[RouteSpec, ...] = (
     _r("GET", "/ui/static/{version}/{path:path}", OPEN, None, NF, content_type="application/octet-stream"),
     # experiments
     _r("POST", E, USER, experiments.CreatedExperiment, BAD, request=experiments.CreateExperiment,
-       permission=P.CREATE_EXPERIMENTS),
-    _r("GET", E, USER, experiments.ExperimentList, BAD, permission=P.VIEW_EXPERIMENTS),
+       permission=P.CREATE_EXPERIMENTS, scope=BODY),
+    _r("GET", E, USER, experiments.ExperimentList, BAD, permission=P.VIEW_EXPERIMENTS, scope=LIST),
     _r("GET", E + "/{exp_id}", USER, experiments.ExperimentDetail, BAD, NF, permission=P.VIEW_EXPERIMENTS),
     _r("PATCH", E + "/{exp_id}", USER, experiments.ExperimentEnvelope, BAD, NF, request=experiments.PatchExperiment,
        permission=P.EDIT_EXPERIMENTS),
@@ -137,7 +165,7 @@ ROUTES: tuple[RouteSpec, ...] = (
     _r("POST", AL + "/{allocation_id}/exited", CLUSTER, Empty, BAD, NF, request=allocations.Exited),
     # checkpoints
     _r("DELETE", "/api/v1/checkpoints", USER, Empty, BAD, NF, BIG, request=checkpoints.DeleteCheckpoints,
-       permission=P.DELETE_CHECKPOINTS),
+       permission=P.DELETE_CHECKPOINTS, scope=BODY),
     _r("GET", "/api/v1/checkpoints/{uuid}", USER, checkpoints.CheckpointEnvelope, BAD, NF,
        permission=P.VIEW_EXPERIMENTS),
     _r("GET", "/api/v1/checkpoints/{uuid}/download", USER, None, BAD, NF, content_type="application/gzip",
@@ -145,19 +173,24 @@ ROUTES: tuple[RouteSpec, ...] = (
     # agents and slots
     _r("POST", "/api/v1/agents", CLUSTER, agents.Registered, BAD, STATE, request=agents.RegisterAgent),
     _r("GET", "/api/v1/agents/{agent_id}/actions", CLUSTER, agents.Actions, BAD, NF),
-    _r("GET", "/api/v1/agents", USER, agents.AgentList, permission=P.VIEW_CLUSTER),
-    _r("POST", "/api/v1/agents/{agent_id}/enable", USER, agents.AgentEnvelope, BAD, NF, permission=P.MANAGE_AGENTS),
+    _r("GET", "/api/v1/agents", USER, agents.AgentList, permission=P.VIEW_CLUSTER, scope=CLUSTER_WIDE),
+    _r("POST", "/api/v1/agents/{agent_id}/enable", USER, agents.AgentEnvelope, BAD, NF, permission=P.MANAGE_AGENTS,
+       scope=CLUSTER_WIDE),
     _r("POST", "/api/v1/agents/{agent_id}/disable", USER, agents.AgentEnvelope, BAD, NF,
-       permission=P.MANAGE_AGENTS,
+       permission=P.MANAGE_AGENTS, scope=CLUSTER_WIDE,
        request=agents.DisableAgent),
-    _r("GET", "/api/v1/slots", USER, agents.SlotList, permission=P.VIEW_CLUSTER),
+    _r("GET", "/api/v1/agents/credentials", USER, agents.AgentCredentialList, permission=P.MANAGE_AGENTS,
+       scope=CLUSTER_WIDE),
+    _r("POST", "/api/v1/agents/{agent_id}/revoke", USER, agents.RevokedAgentCredential, BAD, NF,
+       permission=P.MANAGE_AGENTS, scope=CLUSTER_WIDE, request=agents.RevokeAgentCredential),
+    _r("GET", "/api/v1/slots", USER, agents.SlotList, permission=P.VIEW_CLUSTER, scope=CLUSTER_WIDE),
     _r("POST", "/api/v1/task/logs", CLUSTER, trials.Accepted, BAD, NF, STATE, request=agents.TaskLogs,
        also_auth=(ALLOC,)),
     # searcher
     _r("POST", "/api/v1/searcher/preview", USER, searcher.PreviewAnswer, BAD, request=searcher.PreviewRequest,
-       permission=P.VIEW_CLUSTER),
+       permission=P.VIEW_CLUSTER, scope=CLUSTER_WIDE),
     # jobs
-    _r("GET", "/api/v1/jobs", USER, jobs.JobList, BAD, permission=P.VIEW_CLUSTER),
+    _r("GET", "/api/v1/jobs", USER, jobs.JobList, BAD, permission=P.VIEW_CLUSTER, scope=LIST),
     _r("GET", "/api/v1/jobs/{job_id}", USER, jobs.JobEnvelope, BAD, NF, permission=P.VIEW_CLUSTER),
     _r("POST", "/api/v1/jobs/{job_id}/priority", USER, jobs.JobEnvelope, BAD, NF, STATE, request=jobs.SetPriority,
        permission=P.EDIT_JOBS),
@@ -173,56 +206,61 @@ ROUTES: tuple[RouteSpec, ...] = (
        permission=P.EDIT_JOBS),
     # commands and tasks
     _r("POST", "/api/v1/commands", USER, tasks.CommandEnvelope, BAD, request=tasks.CreateCommand,
-       permission=P.CREATE_COMMANDS),
-    _r("GET", "/api/v1/commands/{cmd_id}", USER, tasks.CommandEnvelope, BAD, NF, permission=P.VIEW_CLUSTER),
+       permission=P.CREATE_COMMANDS, scope=BODY),
+    _r("GET", "/api/v1/commands/{cmd_id}", USER, tasks.CommandEnvelope, BAD, NF, permission=P.VIEW_TASKS),
     _r("POST", "/api/v1/commands/{cmd_id}/kill", USER, tasks.CommandEnvelope, BAD, NF, STATE,
        permission=P.EDIT_COMMANDS),
-    _r("GET", "/api/v1/tasks", USER, tasks.TaskList, BAD, permission=P.VIEW_CLUSTER),
-    _r("GET", "/api/v1/tasks/{task_id}", USER, tasks.TaskEnvelope, BAD, NF, permission=P.VIEW_CLUSTER),
+    _r("GET", "/api/v1/tasks", USER, tasks.TaskList, BAD, permission=P.VIEW_TASKS, scope=LIST),
+    _r("GET", "/api/v1/tasks/{task_id}", USER, tasks.TaskEnvelope, BAD, NF, permission=P.VIEW_TASKS),
     _r("GET", "/api/v1/tasks/{task_id}/logs", USER, None, BAD, NF, content_type=NDJSON, streaming=True,
-       permission=P.VIEW_CLUSTER,
+       permission=P.VIEW_TASKS,
        stream_item=trials.LogEntry),
     # web UI: JSON page models (ETag'd, 304 on If-None-Match) and live updates
-    _r("GET", "/api/v1/ui/experiments", USER, ui.ExperimentsPage, BAD, permission=P.VIEW_EXPERIMENTS),
+    _r("GET", "/api/v1/ui/experiments", USER, ui.ExperimentsPage, BAD, permission=P.VIEW_EXPERIMENTS, scope=LIST),
     _r("GET", "/api/v1/ui/experiments/{exp_id}", USER, ui.ExperimentPage, BAD, NF, permission=P.VIEW_EXPERIMENTS),
     _r("GET", "/api/v1/ui/experiments/{exp_id}/hparams", USER, ui.HparamsView, BAD, NF, permission=P.VIEW_EXPERIMENTS),
     _r("GET", "/api/v1/ui/trials/{trial_id}", USER, ui.TrialPage, BAD, NF, permission=P.VIEW_EXPERIMENTS),
     _r("GET", "/api/v1/ui/trials/{trial_id}/logs", USER, ui.TrialLogs, BAD, NF, permission=P.VIEW_EXPERIMENTS),
-    _r("GET", "/api/v1/ui/cluster", USER, ui.ClusterPage, permission=P.VIEW_CLUSTER),
-    _r("GET", "/api/v1/ui/status", USER, ui.IndexStatus, permission=P.VIEW_EXPERIMENTS),
+    _r("GET", "/api/v1/ui/cluster", USER, ui.ClusterPage, permission=P.VIEW_CLUSTER, scope=LIST),
+    _r("GET", "/api/v1/ui/status", USER, ui.IndexStatus, permission=P.VIEW_CLUSTER, scope=CLUSTER_WIDE),
     _r("GET", "/api/v1/ui/events", USER, None, BAD, NF, content_type=SSE, streaming=True,
-       permission=P.VIEW_EXPERIMENTS),
+       permission=P.VIEW_EXPERIMENTS, scope=QUERY),
     # web UI: HTML pages (errors are HTML pages too)
     *(_r("GET", p, USER, None, NF, content_type=HTML, permission=P.VIEW_EXPERIMENTS) for p in (
-        "/", "/experiments", "/experiments/{exp_id}", "/experiments/{exp_id}/trials/{trial_id}", "/trials/{trial_id}",
-        "/cluster", "/jobs", "/tasks", "/tasks/{task_id}")),
-    _r("GET", "/audit", USER, None, NF, content_type=HTML, permission=P.VIEW_AUDIT),
+        "/experiments/{exp_id}", "/experiments/{exp_id}/trials/{trial_id}", "/trials/{trial_id}")),
+    *(_r("GET", p, USER, None, NF, content_type=HTML, permission=P.VIEW_EXPERIMENTS, scope=LIST) for p in (
+        "/", "/experiments")),
+    *(_r("GET", p, USER, None, NF, content_type=HTML, permission=P.VIEW_CLUSTER, scope=LIST) for p in (
+        "/cluster", "/jobs")),
+    _r("GET", "/tasks", USER, None, NF, content_type=HTML, permission=P.VIEW_TASKS, scope=LIST),
+    _r("GET", "/tasks/{task_id}", USER, None, NF, content_type=HTML, permission=P.VIEW_TASKS),
+    _r("GET", "/audit", USER, None, NF, content_type=HTML, permission=P.VIEW_AUDIT, scope=CLUSTER_WIDE),
     # web UI: signing in and out (a form post; the answer is a redirect carrying the session cookie)
     _r("GET", "/login", OPEN, None, content_type=HTML),
-    _r("POST", "/login", OPEN, None, BAD, content_type=HTML),
-    _r("POST", "/logout", USER, None, content_type=HTML, permission=P.SIGN_OUT),
+    _r("POST", "/login", OPEN, None, BAD, SLOW, content_type=HTML),
+    _r("POST", "/logout", USER, None, content_type=HTML, permission=P.SIGN_OUT, scope=OWN),
     # users, sessions and access tokens (Determined's login, me and logout shapes)
-    _r("POST", "/api/v1/auth/login", OPEN, users.LoginAnswer, BAD, AUTH, request=users.Login),
-    _r("POST", "/api/v1/auth/logout", USER, Empty, permission=P.SIGN_OUT),
-    _r("GET", "/api/v1/me", USER, users.UserEnvelope, permission=P.VIEW_USERS),
-    _r("GET", "/api/v1/users", USER, users.UserList, permission=P.VIEW_USERS),
+    _r("POST", "/api/v1/auth/login", OPEN, users.LoginAnswer, BAD, AUTH, SLOW, request=users.Login),
+    _r("POST", "/api/v1/auth/logout", USER, Empty, permission=P.SIGN_OUT, scope=OWN),
+    _r("GET", "/api/v1/me", USER, users.UserEnvelope, permission=P.VIEW_USERS, scope=OWN),
+    _r("GET", "/api/v1/users", USER, users.UserList, permission=P.VIEW_USERS, scope=CLUSTER_WIDE),
     _r("POST", "/api/v1/users", USER, users.UserEnvelope, BAD, STATE, request=users.CreateUser,
-       permission=P.MANAGE_USERS),
+       permission=P.MANAGE_USERS, scope=CLUSTER_WIDE),
     _r("GET", "/api/v1/users/{username}", USER, users.UserEnvelope, BAD, NF, permission=P.VIEW_USERS),
     _r("PATCH", "/api/v1/users/{username}", USER, users.UserEnvelope, BAD, NF, STATE, request=users.PatchUser,
        permission=P.EDIT_OWN_ACCOUNT),
-    _r("POST", "/api/v1/users/{username}/password", USER, Empty, BAD, NF, request=users.SetPassword,
+    _r("POST", "/api/v1/users/{username}/password", USER, Empty, BAD, NF, SLOW, request=users.SetPassword,
        permission=P.EDIT_OWN_ACCOUNT),
     _r("POST", "/api/v1/tokens", USER, users.CreatedToken, BAD, NF, request=users.CreateToken,
-       permission=P.MANAGE_OWN_TOKENS),
-    _r("GET", "/api/v1/tokens", USER, users.TokenList, BAD, permission=P.MANAGE_OWN_TOKENS),
+       permission=P.MANAGE_OWN_TOKENS, scope=BODY),
+    _r("GET", "/api/v1/tokens", USER, users.TokenList, BAD, permission=P.MANAGE_OWN_TOKENS, scope=OWN),
     _r("DELETE", "/api/v1/tokens/{token_id}", USER, users.TokenEnvelope, BAD, NF, permission=P.MANAGE_OWN_TOKENS),
     # the audit log
-    _r("GET", "/api/v1/audit", USER, users.AuditList, BAD, permission=P.VIEW_AUDIT),
+    _r("GET", "/api/v1/audit", USER, users.AuditList, BAD, permission=P.VIEW_AUDIT, scope=CLUSTER_WIDE),
     # workspaces and projects
-    _r("GET", WS, USER, workspaces.WorkspaceList, BAD, permission=P.VIEW_WORKSPACES),
+    _r("GET", WS, USER, workspaces.WorkspaceList, BAD, permission=P.VIEW_WORKSPACES, scope=LIST),
     _r("POST", WS, USER, workspaces.WorkspaceEnvelope, BAD, STATE, request=workspaces.CreateWorkspace,
-       permission=P.CREATE_WORKSPACES),
+       permission=P.CREATE_WORKSPACES, scope=CLUSTER_WIDE),
     _r("GET", WS + "/{workspace_id}", USER, workspaces.WorkspaceEnvelope, BAD, NF, permission=P.VIEW_WORKSPACES),
     _r("PATCH", WS + "/{workspace_id}", USER, workspaces.WorkspaceEnvelope, BAD, NF, STATE,
        request=workspaces.PatchWorkspace, permission=P.EDIT_WORKSPACES),
@@ -247,34 +285,39 @@ ROUTES: tuple[RouteSpec, ...] = (
        request=workspaces.MoveExperiment, permission=P.EDIT_EXPERIMENTS),
     # resource pools bound to workspaces
     _r("GET", RP + "/{pool}/workspace-bindings", USER, workspaces.PoolBindingList, BAD, NF,
-       permission=P.VIEW_CLUSTER),
+       permission=P.VIEW_CLUSTER, scope=CLUSTER_WIDE),
     _r("POST", RP + "/{pool}/workspace-bindings", USER, workspaces.PoolBindingList, BAD, NF,
-       request=workspaces.PoolBindings, permission=P.BIND_POOLS),
+       request=workspaces.PoolBindings, permission=P.BIND_POOLS, scope=CLUSTER_WIDE),
     _r("DELETE", RP + "/{pool}/workspace-bindings", USER, workspaces.PoolBindingList, BAD, NF,
-       request=workspaces.PoolBindings, permission=P.BIND_POOLS),
+       request=workspaces.PoolBindings, permission=P.BIND_POOLS, scope=CLUSTER_WIDE),
     # user groups
-    _r("GET", "/api/v1/groups", USER, workspaces.GroupList, permission=P.VIEW_USERS),
+    _r("GET", "/api/v1/groups", USER, workspaces.GroupList, permission=P.VIEW_USERS, scope=CLUSTER_WIDE),
     _r("POST", "/api/v1/groups", USER, workspaces.GroupEnvelope, BAD, NF, STATE, request=workspaces.CreateGroup,
-       permission=P.MANAGE_GROUPS),
-    _r("GET", "/api/v1/groups/{group_name}", USER, workspaces.GroupEnvelope, BAD, NF, permission=P.VIEW_USERS),
-    _r("DELETE", "/api/v1/groups/{group_name}", USER, Empty, BAD, NF, permission=P.MANAGE_GROUPS),
+       permission=P.MANAGE_GROUPS, scope=CLUSTER_WIDE),
+    _r("GET", "/api/v1/groups/{group_name}", USER, workspaces.GroupEnvelope, BAD, NF, permission=P.VIEW_USERS,
+       scope=CLUSTER_WIDE),
+    _r("DELETE", "/api/v1/groups/{group_name}", USER, Empty, BAD, NF, permission=P.MANAGE_GROUPS,
+       scope=CLUSTER_WIDE),
     _r("POST", "/api/v1/groups/{group_name}/members", USER, workspaces.GroupEnvelope, BAD, NF,
-       request=workspaces.GroupMembers, permission=P.MANAGE_GROUPS),
+       request=workspaces.GroupMembers, permission=P.MANAGE_GROUPS, scope=CLUSTER_WIDE),
     _r("DELETE", "/api/v1/groups/{group_name}/members", USER, workspaces.GroupEnvelope, BAD, NF,
-       request=workspaces.GroupMembers, permission=P.MANAGE_GROUPS),
+       request=workspaces.GroupMembers, permission=P.MANAGE_GROUPS, scope=CLUSTER_WIDE),
     # roles (rbac)
-    _r("GET", "/api/v1/rbac/roles", USER, workspaces.RoleList, permission=P.VIEW_ROLES),
-    _r("GET", "/api/v1/rbac/roles/{role}", USER, workspaces.RoleEnvelope, BAD, NF, permission=P.VIEW_ROLES),
-    _r("GET", "/api/v1/rbac/assignments", USER, workspaces.RoleAssignmentList, BAD, NF, permission=P.VIEW_ROLES),
+    _r("GET", "/api/v1/rbac/roles", USER, workspaces.RoleList, permission=P.VIEW_ROLES, scope=CLUSTER_WIDE),
+    _r("GET", "/api/v1/rbac/roles/{role}", USER, workspaces.RoleEnvelope, BAD, NF, permission=P.VIEW_ROLES,
+       scope=CLUSTER_WIDE),
+    _r("GET", "/api/v1/rbac/assignments", USER, workspaces.RoleAssignmentList, BAD, NF, permission=P.VIEW_ROLES,
+       scope=CLUSTER_WIDE),
     _r("POST", "/api/v1/rbac/assignments", USER, workspaces.RoleAssignmentList, BAD, NF, STATE,
-       request=workspaces.AssignRole, permission=P.ASSIGN_ROLES),
+       request=workspaces.AssignRole, permission=P.ASSIGN_ROLES, scope=BODY),
     _r("POST", "/api/v1/rbac/unassignments", USER, workspaces.RoleAssignmentList, BAD, NF,
-       request=workspaces.AssignRole, permission=P.ASSIGN_ROLES),
-    _r("GET", "/api/v1/rbac/my-permissions", USER, workspaces.MyPermissions, permission=P.VIEW_ROLES),
-    # tasks as their owners' OS users: a user's link to an OS user (admins only)
+       request=workspaces.AssignRole, permission=P.ASSIGN_ROLES, scope=BODY),
+    _r("GET", "/api/v1/rbac/my-permissions", USER, workspaces.MyPermissions, permission=P.VIEW_ROLES, scope=OWN),
+    # tasks as their owners' OS users: a user's link to an OS user (set_agent_user: admins only)
     _r("POST", "/api/v1/users/{username}/agent-user", USER, users.UserEnvelope, BAD, NF,
-       request=users.LinkAgentUser, permission=P.MANAGE_USERS),
-    _r("DELETE", "/api/v1/users/{username}/agent-user", USER, users.UserEnvelope, BAD, NF, permission=P.MANAGE_USERS),
+       request=users.LinkAgentUser, permission=P.SET_AGENT_USER),
+    _r("DELETE", "/api/v1/users/{username}/agent-user", USER, users.UserEnvelope, BAD, NF,
+       permission=P.SET_AGENT_USER),
     # single sign-on (OpenID Connect, docs/sso.md): the browser's round trip through the provider, and the CLI's
     # trade of its one-time code for a session
     _r("GET", "/oidc/login", OPEN, None, BAD, AUTH, content_type=HTML),
@@ -282,8 +325,9 @@ ROUTES: tuple[RouteSpec, ...] = (
     _r("GET", "/api/v1/auth/oidc", OPEN, sso.SsoInfo),
     _r("POST", "/api/v1/auth/oidc/token", OPEN, users.LoginAnswer, BAD, AUTH, request=sso.SsoCodeExchange),
     # web UI: workspaces and projects (HTML pages; a project's experiments come from GET /api/v1/ui/experiments)
+    _r("GET", "/workspaces", USER, None, NF, content_type=HTML, permission=P.VIEW_WORKSPACES, scope=LIST),
     *(_r("GET", p, USER, None, NF, content_type=HTML, permission=P.VIEW_WORKSPACES) for p in (
-        "/workspaces", "/workspaces/{workspace_id}", "/projects/{project_id}")),
+        "/workspaces/{workspace_id}", "/projects/{project_id}")),
 )
 
 BY_KEY: dict[tuple[str, str], RouteSpec] = {r.key: r for r in ROUTES}

@@ -1,5 +1,5 @@
 """`stalwart audit list`: the audit log (admins): every call that changed something, who made it, and how it
-ended (ok, refused, failed)."""
+ended (ok, refused, throttled, failed)."""
 
 from __future__ import annotations
 

@@ -21,9 +21,13 @@ from stalwart.cli.base import AliasedGroup, client_of, format_options
 @click.option("--slots", type=int, default=None, help="CPU slots of the local agent (default: GPUs seen, else 1).")
 @click.option("--foreground", is_flag=True, help="Keep master and agent in this terminal.")
 @click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
-              help="Master config file (pools, scheduler, ...); the local agent joins the default compute pool.")
+              help="Master config file (pools, scheduler, security, ...), kept in $STALWART_HOME for later starts; "
+                   "the local agent joins its default compute pool.")
 def up(port, slots, foreground, config_file) -> None:
-    """Start a local master and one agent (SQLite under $STALWART_HOME)."""
+    """Start a local master and one agent (SQLite under $STALWART_HOME).
+
+    The master config given with --config is copied into $STALWART_HOME and used by every later start of this
+    home's cluster (`up` without --config, or a command that starts it) until another --config replaces it."""
     pool = None  # the config's default compute pool; else the recorded cluster's, else "default"
     if config_file:
         from stalwart.config.master import load_master_config
@@ -39,7 +43,10 @@ def up(port, slots, foreground, config_file) -> None:
     rec = local_cluster.start(port=port, slots=slots, foreground=foreground, config=config_file, pool=pool)
     if foreground:
         return
-    if rec.get("already_running"):
+    if rec.get("already_running") and rec.get("same_config"):
+        output.console.print(f"A local cluster is already running with this master config: {rec['url']} (nothing "
+                             f"to do)")
+    elif rec.get("already_running"):
         output.console.print(f"A local cluster is already running: {rec['url']}")
     else:
         url = rec["url"]
@@ -123,7 +130,9 @@ def agent() -> None:
 
 @agent.command("run")
 @click.option("--master", "master_url", required=True, envvar="STALWART_MASTER", help="Master address.")
-@click.option("--token", default=None, envvar="STALWART_CLUSTER_TOKEN", help="The master's cluster token.")
+@click.option("--token", default=None, envvar="STALWART_CLUSTER_TOKEN",
+              help="The master's cluster token: only to enroll (an enrolled agent presents its own credential, kept "
+                   "in its work directory).")
 @click.option("--token-file", default=None, type=click.Path(dir_okay=False), help="File holding the cluster token.")
 @click.option("--agent-id", default=None, help="Name of this agent (default: host name).")
 @click.option("--slots", type=int, default=None, help="Number of CPU slots (default: GPUs seen, else 1).")
@@ -138,18 +147,23 @@ def agent() -> None:
 @click.option("--keep-work-dirs", type=int, default=0, show_default=True, envvar="STALWART_AGENT_KEEP_WORK_DIRS",
               help="Work directories of ended allocations to keep, the most recent ones, for debugging "
                    "(0: each goes as soon as its exit has reached the master).")
+@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
+              help="Agent config file (YAML): `task_env_passthrough`, the variables of the agent's environment its "
+                   "tasks get too (docs/scheduling.md, \"The environment of a task\").")
+@click.option("--task-env-passthrough", "passthrough", multiple=True, metavar="PATTERN",
+              help="A variable of the agent's environment its tasks get too, or a glob such as 'HF_*'; repeat it. "
+                   "Replaces the config's list (default: LD_LIBRARY_PATH, CUDA_*, NCCL_* and the proxy variables).")
 def agent_run(master_url, token, token_file, agent_id, slots, resource_pool, work_dir, log_buffer_mib,
-              log_block_timeout, keep_work_dirs) -> None:
+              log_block_timeout, keep_work_dirs, config_file, passthrough) -> None:
     """Run an agent in the foreground."""
     from stalwart.agent.daemon import Agent
     from stalwart.agent.slots import detect
+    from stalwart.config.agent import AgentConfig, load_agent_config
 
-    if token is None:
-        path = pathlib.Path(token_file) if token_file else homes.token_file()
-        if not path.is_file():
-            raise InvalidRequest(f"no cluster token: pass --token, set STALWART_CLUSTER_TOKEN, or --token-file "
-                                 f"(the master writes it to {homes.token_file()})")
-        token = path.read_text().strip()
+    agent_config = load_agent_config(config_file) if config_file else AgentConfig()
+
+    work = pathlib.Path(work_dir or homes.home() / "agent")
+    token = token or _cluster_token(token_file)
     if slots is not None and slots < 0:
         raise InvalidRequest(f"--slots: expected an integer >= 0, got {slots}")
     if not (math.isfinite(log_buffer_mib) and log_buffer_mib > 0):
@@ -160,10 +174,11 @@ def agent_run(master_url, token, token_file, agent_id, slots, resource_pool, wor
         raise InvalidRequest(f"--keep-work-dirs: expected a number of directories >= 0, got {keep_work_dirs}")
     count, slot_type = detect(slots)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    a = Agent(master_url, token, pathlib.Path(work_dir or homes.home() / "agent"), agent_id=agent_id,
+    a = Agent(master_url, token, work, agent_id=agent_id,
               slots=count, slot_type=slot_type, resource_pool=resource_pool,
               log_buffer_bytes=max(1, int(log_buffer_mib * 1024 * 1024)), log_block_timeout=log_block_timeout,
-              keep_work_dirs=keep_work_dirs)
+              keep_work_dirs=keep_work_dirs,
+              task_env_passthrough=passthrough or agent_config.task_env_passthrough)
 
     def _term(_sig, _frame):
         a.stop(kill_running=True)
@@ -171,6 +186,18 @@ def agent_run(master_url, token, token_file, agent_id, slots, resource_pool, wor
 
     signal.signal(signal.SIGTERM, _term)
     a.run_forever()
+
+
+def _cluster_token(token_file: str | None) -> str | None:
+    """The cluster token to enroll with: from --token-file, else the master home's file, else None (an agent that
+    has enrolled needs none: it keeps its own credential in its work directory, and says so if it has none)."""
+    path = pathlib.Path(token_file) if token_file else homes.token_file()
+    if path.is_file():
+        return path.read_text().strip()
+    if token_file is not None:
+        raise InvalidRequest(f"--token-file {token_file}: no such file (the master writes its cluster token to "
+                             f"{homes.token_file()})")
+    return None
 
 
 @agent.command("list")
@@ -216,6 +243,31 @@ def agent_disable(ctx, agent_id, all_agents, drain) -> None:
     for a in _agent_ids(ctx, agent_id, all_agents):
         client_of(ctx).disable_agent(a, drain=drain)
         output.console.print(f"Disabled agent {a} ({how}).")
+
+
+@agent.command("credentials")
+@format_options
+@click.pass_context
+def agent_credentials(ctx, fmt) -> None:
+    """List agents' credentials: created, last used, revoked (admins; never the credential itself)."""
+    data = client_of(ctx).list_agent_credentials()
+    output.emit(fmt, ["Agent", "Credential", "Created", "Last used", "Revoked", "May re-enroll", "Registered"],
+                [(c.agent_id, c.state, output.when(c.created_at), output.when(c.last_used),
+                  output.when(c.revoked_at), c.reenroll, c.registered) for c in data.credentials], json_data=data)
+
+
+@agent.command("revoke")
+@click.argument("agent_id")
+@click.option("--reenroll", is_flag=True,
+              help="Let this agent id enroll again with the cluster token (e.g. its credential file was lost).")
+@click.pass_context
+def agent_revoke(ctx, agent_id, reenroll) -> None:
+    """Revoke AGENT_ID's credential: it is cut off from its next call, and lost after the agent timeout."""
+    client_of(ctx).revoke_agent(agent_id, reenroll=reenroll)
+    again = ("it may enroll again with the cluster token" if reenroll
+             else "the cluster token cannot enroll this id again")
+    output.console.print(f"Revoked agent {agent_id}'s credential: it is cut off from its next call; its running tasks "
+                         f"are counted lost after the agent timeout; {again}.")
 
 
 @click.group("slot", cls=AliasedGroup, aliases={"ls": "list"})

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from typing import Any
 
 from stalwart.api.errors import (
     AuthError,
@@ -25,6 +26,7 @@ from stalwart.cli import home as homes, output
 from stalwart.client import Client, credentials
 
 DEFAULT_PORT = 8080
+KEPT_CONFIG = "master-config.yaml"
 
 
 def port_free(port: int, host: str = "127.0.0.1") -> bool:
@@ -205,58 +207,40 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
     # the agent holding this home's work directory, whoever started it (`up`, or a restart by hand)
     agent_pid = next((pid for pid in (rec.get("agent_pid"), _agent_state_pid(base / "agent"))
                       if ours(pid, "agent", base)), None)
+    survivors = bool(master_pid or agent_pid)
+    if survivors and config is not None:
+        _refuse_new_config(base, rec, config)
     if master_pid and agent_pid and running_local():
         log_in_local_admin(rec["url"])
-        return {**rec, "already_running": True}
-    if foreground and (master_pid or agent_pid):
+        return {**rec, "already_running": True, "same_config": config is not None}
+    if foreground and survivors:
         raise InvalidStateError(f"this home's cluster still runs in the background ({base}); stop it with "
                                 f"`stalwart down` before starting it in the foreground")
-    if (master_pid or agent_pid) and port is not None and port != rec.get("port"):
+    if survivors and port is not None and port != rec.get("port"):
         raise InvalidStateError(f"this home's cluster still runs on port {rec.get('port')} ({base}); use that "
                                 f"port, or stop it first with `stalwart down`")
-    survivors = bool(master_pid or agent_pid)
-    if survivors and config is not None and config != rec.get("config"):
-        raise InvalidStateError(f"this home's cluster still runs with master config {rec.get('config') or 'none'} "
-                                f"({base}); stop it first with `stalwart down` to start it with {config}")
     # what is restarted after a crash is the cluster that was running: its config (database), slots and pool,
-    # unless given again (`stalwart down` forgets them)
-    config = config if config is not None else rec.get("config")
+    # unless given again (`stalwart down` forgets slots and pool; the master config stays with the home)
+    kept_before = _read(kept_config(base))  # put back if a master started with a new --config fails
+    config = (rec.get("config") if survivors else None) or _config_to_use(base, config)
     slots = slots if slots is not None else rec.get("slots")
-    pool = pool or rec.get("pool") or "default"
+    pool = pool or rec.get("pool") or _from_config(config, "default_compute_pool") or "default"
     if master_pid and not master_alive(rec["url"], timeout=5.0):
         raise InvalidStateError(f"this home's master (pid {master_pid}) runs but does not answer at {rec['url']}; "
                                 f"stop the cluster with `stalwart down`, then start it again")
-    port = port or rec.get("port") or pick_port()
+    port = port or rec.get("port") or _from_config(config, "port") or pick_port()
     url = f"http://127.0.0.1:{port}"
     master = None
     if master_pid:
         cluster_id = rec.get("cluster_id")
     else:
-        if not port_free(port):
-            other = master_info(url)
-            who = f"another Stalwart master (cluster {other.cluster_id})" if other else "another program"
-            raise InvalidStateError(f"port {port} is already in use by {who}; choose another port with --port")
-        db = f"sqlite:///{base / 'master.db'}"
-        args = ["master", "run", "--port", str(port), "--home", str(base)]
-        args += ["--config", config] if config else ["--db", db]
-        if config:
-            from stalwart.config.master import load_master_config
-
-            if not load_master_config(config).db_url:
-                args += ["--db", db]
-        cluster_id_file(base).unlink(missing_ok=True)  # the master writes it again once it holds its database
-        master = _spawn(args, "master.log", foreground)
+        master, cluster_id = _run_master(base, port, config, foreground, kept_before)
         master_pid = master.pid
-        cluster_id = wait_for_master(url, master, base)
     agent = None
     agent_id = socket.gethostname()
     since = time.time() - 1.0  # a registration (or a survivor's re-registration) after this start
     if not agent_pid:
-        agent_args = ["agent", "run", "--master", url, "--token-file", str(homes.token_file(base)),
-                      "--work-dir", str(base / "agent"), "--resource-pool", pool, "--agent-id", agent_id]
-        if slots is not None:
-            agent_args += ["--slots", str(slots)]
-        agent = _spawn(agent_args, "agent.log", foreground)
+        agent = _start_agent(base, url, agent_id, pool, slots, foreground)
         agent_pid = agent.pid
     record = {"url": url, "master_pid": master_pid, "agent_pid": agent_pid, "home": str(base), "port": port,
               "cluster_id": cluster_id, "config": config, "slots": slots, "pool": pool}
@@ -265,6 +249,100 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
     if foreground:
         _wait_foreground(agent, master)
     return record
+
+
+def _run_master(base: pathlib.Path, port: int, config: str | None, foreground: bool,
+                kept_before: str | None) -> tuple[subprocess.Popen, str]:
+    """Start this home's master and wait until it answers: the process and its cluster id. A master that does not
+    come up leaves the home's kept config as it was before this start (`kept_before`)."""
+    master = _start_master(base, port, config, foreground)
+    try:
+        return master, wait_for_master(f"http://127.0.0.1:{port}", master, base)
+    except StalwartError:
+        _keep(kept_config(base), kept_before)  # a config the master refused is not kept
+        raise
+
+
+def _start_master(base: pathlib.Path, port: int, config: str | None, foreground: bool) -> subprocess.Popen:
+    """Spawn this home's master on `port` (with `config`; its database in the home unless the config names one)."""
+    url = f"http://127.0.0.1:{port}"
+    if not port_free(port):
+        other = master_info(url)
+        who = f"another Stalwart master (cluster {other.cluster_id})" if other else "another program"
+        raise InvalidStateError(f"port {port} is already in use by {who}; choose another port with --port")
+    db = f"sqlite:///{base / 'master.db'}"
+    args = ["master", "run", "--port", str(port), "--home", str(base)]
+    args += ["--config", config] if config else ["--db", db]
+    if config and not _from_config(config, "db_url"):
+        args += ["--db", db]
+    cluster_id_file(base).unlink(missing_ok=True)  # the master writes it again once it holds its database
+    return _spawn(args, "master.log", foreground)
+
+
+def _start_agent(base: pathlib.Path, url: str, agent_id: str, pool: str, slots: int | None,
+                 foreground: bool) -> subprocess.Popen:
+    """Spawn this home's agent (its work directory in the home) in `pool`."""
+    args = ["agent", "run", "--master", url, "--token-file", str(homes.token_file(base)),
+            "--work-dir", str(base / "agent"), "--resource-pool", pool, "--agent-id", agent_id]
+    if slots is not None:
+        args += ["--slots", str(slots)]
+    return _spawn(args, "agent.log", foreground)
+
+
+def kept_config(base: pathlib.Path) -> pathlib.Path:
+    """Where the home keeps the master config its cluster runs with (`stalwart up --config F` copies F there)."""
+    return base / KEPT_CONFIG
+
+
+def _refuse_new_config(base: pathlib.Path, rec: dict, config: str) -> None:
+    """`up --config F` while this home's cluster runs: F is not applied to a running master, so anything but the
+    config it runs with is refused (the same one: nothing to do)."""
+    running_with = _read(pathlib.Path(rec["config"])) if rec.get("config") else None
+    if running_with is not None and pathlib.Path(config).read_text() == running_with:
+        return
+    what = f"another master config ({rec.get('config')})" if rec.get("config") else "no master config"
+    raise InvalidStateError(f"this home's cluster is already running ({base}) with {what}; {config} was not "
+                            f"applied. Stop it first with `stalwart down`, then `stalwart up --config {config}`")
+
+
+def _read(path: pathlib.Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
+def _keep(path: pathlib.Path, text: str | None) -> None:
+    """Write `text` to `path`, readable by this user only (a master config may hold passwords); None: remove it."""
+    if text is None:
+        path.unlink(missing_ok=True)
+        return
+    path.touch(mode=0o600, exist_ok=True)
+    os.chmod(path, 0o600)
+    path.write_text(text)
+
+
+def _config_to_use(base: pathlib.Path, config: str | None) -> str | None:
+    """The master config a new start uses: `config` (copied into the home first, private: it may hold
+    passwords), else the one the home kept from an earlier `up --config`, else none."""
+    kept = kept_config(base)
+    if config is not None:
+        _keep(kept, pathlib.Path(config).read_text())
+        return str(kept)
+    if kept.is_file():
+        output.info(f"Using the master config kept in {kept} (from `stalwart up --config`; give --config to "
+                    f"change it).")
+        return str(kept)
+    return None
+
+
+def _from_config(config: str | None, key: str) -> Any:
+    """A setting of a master config file (`port`; `default_compute_pool`, the pool the local agent joins)."""
+    if config is None:
+        return None
+    from stalwart.config.master import load_master_config
+
+    return getattr(load_master_config(config), key)
 
 
 def _wait_foreground(*procs: subprocess.Popen | None) -> None:

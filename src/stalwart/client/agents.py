@@ -1,4 +1,5 @@
-"""Agents and slots: what an agent says to the master (cluster token), and what users list and change.
+"""Agents and slots: what an agent says to the master (enrolling with the cluster token, then with its own
+credential), and what users list and change (agents, their credentials, slots).
 
 `ship_logs` is the agent's hot path: the runs go out as they are (the master validates `agents.TaskLogs`).
 """
@@ -19,6 +20,8 @@ ACTIONS = endpoint("GET", AG + "/{agent_id}/actions", agents.Actions)
 LIST = endpoint("GET", AG, agents.AgentList)
 ENABLE = endpoint("POST", AG + "/{agent_id}/enable", agents.AgentEnvelope)
 DISABLE = endpoint("POST", AG + "/{agent_id}/disable", agents.AgentEnvelope, agents.DisableAgent)
+CREDENTIALS = endpoint("GET", AG + "/credentials", agents.AgentCredentialList)
+REVOKE = endpoint("POST", AG + "/{agent_id}/revoke", agents.RevokedAgentCredential, agents.RevokeAgentCredential)
 SLOTS = endpoint("GET", "/api/v1/slots", agents.SlotList)
 TASK_LOGS = endpoint("POST", "/api/v1/task/logs", trials.Accepted, agents.TaskLogs)
 CONTEXT = endpoint("GET", AL + "/{allocation_id}/context", allocations.Context)
@@ -28,9 +31,15 @@ EXITED = endpoint("POST", AL + "/{allocation_id}/exited", common.Empty, allocati
 
 class AgentsApi(Api):
     # -- the agent ----------------------------------------------------------------------------------
+    def use_agent_credential(self, credential: str) -> None:
+        """Present this agent's own credential from now on (instead of the cluster token, which only enrolls)."""
+        self.set_session_token(credential)
+
     def register_agent(self, agent_id: str, *, slots: int, running_allocations: Sequence[str] = (),
                        resource_pool: str | None = None, slot_type: str | None = None, hostname: str | None = None,
                        incarnation: str | None = None, replaces: str | None = None) -> agents.Registered:
+        """Enroll (with the cluster token: the answer's `credential` is this agent's own, given once) or register
+        again (with that credential)."""
         return self.call(REGISTER, json_body=body(
             agents.RegisterAgent, agent_id=agent_id, slots=slots, running_allocations=list(running_allocations),
             resource_pool=resource_pool, slot_type=slot_type, hostname=hostname, incarnation=incarnation,
@@ -68,6 +77,15 @@ class AgentsApi(Api):
 
     def disable_agent(self, agent_id: str, *, drain: bool = False) -> agents.AgentEnvelope:
         return self.call(DISABLE, path={"agent_id": agent_id}, json_body=body(agents.DisableAgent, drain=drain))
+
+    def list_agent_credentials(self) -> agents.AgentCredentialList:
+        return self.call(CREDENTIALS)
+
+    def revoke_agent(self, agent_id: str, *, reenroll: bool = False) -> agents.RevokedAgentCredential:
+        """Cut the agent off (its credential is refused from its next call); `reenroll`: its id may enroll again
+        with the cluster token."""
+        return self.call(REVOKE, path={"agent_id": agent_id},
+                         json_body=body(agents.RevokeAgentCredential, reenroll=reenroll))
 
     def list_slots(self) -> agents.SlotList:
         return self.call(SLOTS)

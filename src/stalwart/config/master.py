@@ -26,6 +26,7 @@ from stalwart.config._schema import (
     check_section,
     choice,
     integer,
+    is_number,
     list_of,
     number,
     section,
@@ -67,6 +68,7 @@ POOL_SPEC = {
     "agent_reattach_enabled": Field(boolean()),
     "kubernetes_namespace": Field(string()),
     "provider": Field(any_map()),
+    "allow_root_tasks": Field(boolean()),  # unset: security.allow_root_tasks
 }
 
 RM_SPEC = {
@@ -126,19 +128,56 @@ LIMITS_SPEC = {
     "max_context_size": Field(size(), default=DEFAULT_MAX_CONTEXT_SIZE),
 }
 
+# Determined's ids of its roles that may be given on one workspace (ClusterAdmin 1 and WorkspaceCreator 3 may not)
+CREATOR_ROLE_IDS = {2: "WorkspaceAdmin", 4: "Viewer", 5: "Editor"}
+
+
+def _creator_role_id(value: Any, path: str, problems: Problems) -> Any:
+    if value not in CREATOR_ROLE_IDS or isinstance(value, bool):
+        ids = ", ".join(f"{i} ({name})" for i, name in CREATOR_ROLE_IDS.items())
+        problems.add(path, f"expected one of the role ids {ids}, got {type_name(value)}")
+    return value
+
+
+CREATOR_ROLE_SPEC = {  # the role the creator of a workspace gets on it (rbac mode), as Determined's
+    "enabled": Field(boolean(), default=True),
+    "role_id": Field(_creator_role_id, default=2),
+}
+
 AUTHZ_SPEC = {
-    "type": Field(choice("basic", "rbac"), default="basic"),
+    "type": Field(choice("basic", "rbac")),  # unset: basic (SecurityConfig.authz_explicit tells)
+    "workspace_creator_assign_role": Field(section(CREATOR_ROLE_SPEC)),
     # Determined's other authz keys, accepted and not used
     "fallback_type": Field(string()),
     "rbac_ui_enabled": Field(boolean()),
     "strict_job_queue_control": Field(boolean()),
     "strict_ntsc_enabled": Field(boolean()),
-    "workspace_creator_assign_role": Field(any_map()),
 }
 
+LOGIN_BACKOFF_SPEC = {  # wrong passwords: the back-off (docs/users.md, master/identity/login_guard.py)
+    "free_failures": Field(integer(0, 1000), default=5),  # per user name, before any wait
+    "free_failures_per_address": Field(integer(0, 100_000), default=50),  # per client address
+    "base_delay": Field(number(exclusive_min=0, maximum=3600), default=1.0),  # seconds: the first wait
+    "max_delay": Field(number(exclusive_min=0, maximum=3600), default=30.0),  # seconds: the longest wait
+    "forget_after": Field(number(exclusive_min=0, maximum=86400), default=60.0),  # seconds per failure forgotten
+    "max_tracked": Field(integer(10, 10_000_000), default=10_000),  # user names (and addresses) remembered
+    "concurrent_checks": Field(integer(1, 64), default=4),  # argon2id checks at once (64 MiB each)
+    "queued_checks": Field(integer(0, 10_000), default=32),  # checks waiting their turn; beyond: 429
+}
+
+
+def _login_backoff_section(value: Any, path: str, problems: Problems) -> Any:
+    cfg = check_section(value, path, LOGIN_BACKOFF_SPEC, problems)
+    if is_number(cfg["base_delay"]) and is_number(cfg["max_delay"]) and cfg["max_delay"] < cfg["base_delay"]:
+        problems.add(f"{path}.max_delay", f"must be at least base_delay ({cfg['base_delay']}), got {cfg['max_delay']}")
+    return cfg
+
+
 SECURITY_SPEC = {
+    "login_backoff": Field(_login_backoff_section),
     "initial_user_password": Field(string()),
     "authz": Field(section(AUTHZ_SPEC)),
+    "allow_root_tasks": Field(boolean(), default=False),  # tasks may run as uid 0 or gid 0 (a pool may override)
     "tls": Field(any_map()),
     "ssh": Field(any_map()),
     "default_task": Field(any_map()),
@@ -187,6 +226,12 @@ def _oidc_section(value: Any, path: str, problems: Problems) -> Any:
     return cfg
 
 
+AGENT_ENROLLMENT = ("loopback", "open", "closed")
+AGENTS_SPEC = {  # agents joining the cluster (docs/users.md, "Agents and the cluster token")
+    # who may enroll a new agent with the cluster token: from this machine only, from anywhere, or nobody
+    "enrollment": Field(choice(*AGENT_ENROLLMENT), default="loopback"),
+}
+
 MASTER_SPEC = {
     "port": Field(integer(1, 65535)),
     "host": Field(string(nonempty=True)),
@@ -198,6 +243,7 @@ MASTER_SPEC = {
     "scheduler": Field(section(SCHEDULER_SPEC)),
     "provisioner": Field(any_map()),
     "agent_timeout": Field(number(minimum=1)),
+    "agents": Field(section(AGENTS_SPEC)),
     "limits": Field(section(LIMITS_SPEC)),
     "security": Field(section(SECURITY_SPEC)),
     "initial_user_password": Field(string()),  # Determined's older place for security.initial_user_password
@@ -228,6 +274,7 @@ class PoolConfig:
     description: str = ""
     scheduler: SchedulerConfig = SchedulerConfig()
     task_container_defaults: dict[str, Any] = field(default_factory=dict)
+    allow_root_tasks: bool | None = None  # None: security.allow_root_tasks decides
 
 
 @dataclass(frozen=True)
@@ -244,12 +291,34 @@ class LimitsConfig:
 
 
 @dataclass(frozen=True)
+class LoginBackoffConfig:
+    """How wrong passwords are slowed (`security.login_backoff`; times in seconds; docs/users.md)."""
+
+    free_failures: int = 5
+    free_failures_per_address: int = 50
+    base_delay: float = 1.0
+    max_delay: float = 30.0
+    forget_after: float = 60.0
+    max_tracked: int = 10_000
+    concurrent_checks: int = 4
+    queued_checks: int = 32
+
+    @staticmethod
+    def of(section_: dict[str, Any] | None) -> LoginBackoffConfig:
+        return LoginBackoffConfig(**section_) if section_ else LoginBackoffConfig()
+
+
+@dataclass(frozen=True)
 class SecurityConfig:
     """Who may use the cluster: the password the bootstrap accounts (admin, determined) start with, and how
     permissions are decided (`authz.type`: basic, or rbac for roles)."""
 
     initial_user_password: str = ""
     authz_type: str = "basic"
+    login_backoff: LoginBackoffConfig = LoginBackoffConfig()
+    authz_explicit: bool = False  # `authz.type` was given (basic by default is not basic by choice)
+    allow_root_tasks: bool = False  # tasks may run as uid 0 or gid 0 (docs/workspaces.md)
+    workspace_creator_role: str | None = "WorkspaceAdmin"  # what a workspace's creator gets on it (rbac mode)
 
 
 @dataclass(frozen=True)
@@ -294,6 +363,7 @@ class MasterConfig:
     checkpoint_storage: dict[str, Any] | None = None
     task_container_defaults: dict[str, Any] = field(default_factory=dict)
     agent_timeout: float | None = None
+    agent_enrollment: str = "loopback"  # agents.enrollment: loopback, open or closed
     limits: LimitsConfig = LimitsConfig()
     security: SecurityConfig = SecurityConfig()
     oidc: OidcConfig = OidcConfig()
@@ -301,6 +371,14 @@ class MasterConfig:
 
     def pool(self, name: str) -> PoolConfig | None:
         return next((p for p in self.pools if p.name == name), None)
+
+    def root_tasks_allowed(self, pool: str | None = None) -> bool:
+        """May a task run as uid 0 or gid 0 in `pool` (None: in some pool of this cluster)?"""
+        choices = [p.allow_root_tasks for p in self.pools if pool is None or p.name == pool]
+        if pool is None:
+            return self.security.allow_root_tasks or any(choices)
+        found = choices[0] if choices else None
+        return self.security.allow_root_tasks if found is None else found
 
     @property
     def pool_names(self) -> list[str]:
@@ -342,6 +420,15 @@ def _cross_checks(cfg: dict[str, Any], problems: Problems) -> None:
                                                     f"({', '.join(map(str, known))})")
 
 
+def _authz_choices(security: dict[str, Any]) -> dict[str, Any]:
+    """SecurityConfig's authz_explicit, allow_root_tasks and workspace_creator_role from the `security` section."""
+    authz = security.get("authz") or {}
+    creator = authz.get("workspace_creator_assign_role") or {"enabled": True, "role_id": 2}
+    return {"authz_explicit": authz.get("type") is not None,
+            "allow_root_tasks": bool(security.get("allow_root_tasks")),
+            "workspace_creator_role": CREATOR_ROLE_IDS[creator["role_id"]] if creator["enabled"] else None}
+
+
 def parse_master_config(data: Any, source: str = "master config") -> MasterConfig:
     problems = Problems()
     cfg = check_section(data, "", MASTER_SPEC, problems)
@@ -355,7 +442,7 @@ def parse_master_config(data: Any, source: str = "master config") -> MasterConfi
     pools = tuple(
         PoolConfig(p["pool_name"], p.get("description") or "",
                    SchedulerConfig.of(p["scheduler"]) if p.get("scheduler") else cluster,
-                   dict(p.get("task_container_defaults") or {}))
+                   dict(p.get("task_container_defaults") or {}), p.get("allow_root_tasks"))
         for p in cfg.get("resource_pools") or [{"pool_name": "default"}]
     )
     fallback = "default" if any(p.name == "default" for p in pools) else pools[0].name
@@ -367,10 +454,13 @@ def parse_master_config(data: Any, source: str = "master config") -> MasterConfi
         checkpoint_storage=cfg.get("checkpoint_storage"),
         task_container_defaults=dict(cfg.get("task_container_defaults") or {}),
         agent_timeout=cfg.get("agent_timeout"),
+        agent_enrollment=(cfg.get("agents") or {}).get("enrollment") or "loopback",
         limits=LimitsConfig.of(cfg.get("limits")),
         security=SecurityConfig(
             (cfg.get("security") or {}).get("initial_user_password") or cfg.get("initial_user_password") or "",
-            ((cfg.get("security") or {}).get("authz") or {}).get("type") or "basic"),
+            ((cfg.get("security") or {}).get("authz") or {}).get("type") or "basic",
+            login_backoff=LoginBackoffConfig.of((cfg.get("security") or {}).get("login_backoff")),
+            **_authz_choices(cfg.get("security") or {})),
         oidc=OidcConfig.of(cfg.get("oidc")),
         ignored_keys=tuple(k for k in _IGNORED if cfg.get(k) is not None),
     )

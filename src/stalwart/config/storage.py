@@ -6,6 +6,7 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
+from stalwart.api.errors import ConfigError
 from stalwart.config._schema import (
     Checker,
     Field,
@@ -94,6 +95,17 @@ def check_checkpoint_storage(value: Any, path: str, problems: Problems) -> dict[
         _check_storage_path(storage, path, problems)
     elif kind == "azure":
         _check_azure(storage, path, problems)
+    return storage
+
+
+def validate_checkpoint_storage(value: Any, path: str) -> dict[str, Any]:
+    """A storage config given on its own (a workspace's default, `path` naming where it came from), checked as an
+    experiment's `checkpoint_storage` is: ConfigError naming the first bad field (all of them in `details`)."""
+    problems = Problems()
+    storage = check_checkpoint_storage(value, path, problems)
+    if problems:
+        first, *rest = problems.details
+        raise ConfigError(f"invalid checkpoint storage: {first}", details=rest)
     return storage
 
 

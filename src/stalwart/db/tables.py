@@ -103,6 +103,21 @@ agents = sa.Table(
     sa.Column("incarnation", sa.String(64), nullable=True),  # the agent process now holding this id (fencing)
 )
 
+# Each agent's own credential (docs/users.md, "Agents and the cluster token"): only its SHA-256 is kept.
+agent_credentials = sa.Table(
+    "agent_credentials",
+    metadata,
+    sa.Column("agent_id", sa.String(128), primary_key=True),
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("last_used", sa.Float, nullable=True),
+    sa.Column("revoked_at", sa.Float, nullable=True),
+    # an admin let this revoked id enroll again with the cluster token (a lost credential file)
+    sa.Column("reenroll", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
+    # the agent process (incarnation) it was issued to: an answer lost on the way may be issued again to it
+    sa.Column("issued_to", sa.String(64), nullable=True),
+)
+
 allocations = sa.Table(
     "allocations",
     metadata,
@@ -267,7 +282,7 @@ audit_log = sa.Table(
     sa.Column("path", sa.String(2048), nullable=False),
     sa.Column("target", sa.String(256), nullable=True),
     sa.Column("status", sa.Integer, nullable=False),
-    sa.Column("outcome", sa.String(16), nullable=False),  # ok | refused | failed
+    sa.Column("outcome", sa.String(16), nullable=False),  # ok | refused | throttled | failed
 )
 
 # -- workspaces, projects, groups and roles (docs/workspaces.md) --------------------------------------

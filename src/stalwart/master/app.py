@@ -10,6 +10,7 @@ from fastapi import FastAPI
 import stalwart
 from stalwart.master import errors, offload, ui
 from stalwart.master.body_limit import BodyLimit
+from stalwart.master.early_auth import EarlyAuth
 from stalwart.master.experiments.intake import MetricsWriter
 from stalwart.master.identity import accounts
 from stalwart.master.identity.audit import AuditLog
@@ -32,13 +33,16 @@ from stalwart.master.routes import (
 from stalwart.master.scheduling import scheduling
 from stalwart.master.service import Master
 from stalwart.master.settings import MasterSettings
+from stalwart.master.workspaces import people
 
 
 def create_app(settings: MasterSettings) -> FastAPI:
-    """The master's app. ConfigError when it must not start (an open account on a non-loopback address)."""
+    """The master's app. ConfigError when it must not start (an open account on a non-loopback address; basic
+    mode by default while role assignments exist)."""
     m = Master(settings)
     accounts.bootstrap(m)
     accounts.refuse_open_accounts(m)
+    people.refuse_silent_basic(m)  # no fall back to basic mode while role assignments exist
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -62,6 +66,7 @@ def create_app(settings: MasterSettings) -> FastAPI:
                   docs_url=None, redoc_url=None, openapi_url="/api/v1/openapi.json")
     app.state.master = m
     app.add_middleware(BodyLimit, max_bytes=settings.cluster.limits.max_request_body)
+    app.add_middleware(EarlyAuth, master=m)  # the caller, from the headers, before any body is read
     app.add_middleware(AuditLog, master=m)
     errors.install(app)  # error answers (ErrorBody, 400 for validation, 500 keeping the connection): master/errors.py
 

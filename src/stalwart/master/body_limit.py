@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from stalwart.api.errors import InvalidRequest
+from stalwart.api.errors import InvalidRequest, StalwartError
 from stalwart.context.pack import format_size
 
 SETTING = "limits.max_request_body in the master config"
@@ -40,34 +41,41 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = _content_length(scope)
-        if declared is not None and declared > self.max_bytes:
-            await _refuse(send, too_large(self.max_bytes))
-            return
-        seen = 0
-        started = False
+        await bounded(self.app, scope, receive, send, self.max_bytes, lambda: too_large(self.max_bytes))
 
-        async def counted_receive() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise too_large(self.max_bytes)
-            return message
 
-        async def watched_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
+async def bounded(app: ASGIApp, scope: Scope, receive: Receive, send: Send, max_bytes: int,
+                  error: Callable[[], RequestTooLarge]) -> None:
+    """Run `app` on one HTTP request whose body may hold at most `max_bytes`: over a declared Content-Length it is
+    refused before any byte is read; otherwise counted as the app reads it and refused (`error()`) once over."""
+    declared = _content_length(scope)
+    if declared is not None and declared > max_bytes:
+        await answer_error(send, error())
+        return
+    seen = 0
+    started = False
 
-        try:
-            await self.app(scope, counted_receive, watched_send)
-        except RequestTooLarge as err:  # the app's own error handler answers it first; this is the fallback
-            if started:
-                raise
-            await _refuse(send, err)
+    async def counted_receive() -> Message:
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > max_bytes:
+                raise error()
+        return message
+
+    async def watched_send(message: Message) -> None:
+        nonlocal started
+        if message["type"] == "http.response.start":
+            started = True
+        await send(message)
+
+    try:
+        await app(scope, counted_receive, watched_send)
+    except RequestTooLarge as err:  # the app's own error handler answers it first; this is the fallback
+        if started:
+            raise
+        await answer_error(send, err)
 
 
 def _content_length(scope: Scope) -> int | None:
@@ -80,7 +88,8 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
-async def _refuse(send: Send, err: RequestTooLarge) -> None:
+async def answer_error(send: Send, err: StalwartError) -> None:
+    """Answer `err` (its status and ErrorBody) at once, whatever the request's body holds: none of it is read."""
     payload = json.dumps(err.to_dict()).encode()
     await send({"type": "http.response.start", "status": err.http_status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})

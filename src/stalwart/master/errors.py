@@ -1,7 +1,7 @@
 """How the master answers errors: every error of a route is an ErrorBody, and an unexpected one keeps the connection.
 
 `install(app)` registers the handlers and the middleware, in one place:
-- a `StalwartError` answers its own status and body;
+- a `StalwartError` answers its own status and body (a 429 with a Retry-After header);
 - a request that fails validation (path, query, body) answers 400 naming each bad field, never FastAPI's 422;
 - an HTTP error raised by the framework on a route (a body that cannot be parsed) answers an ErrorBody too,
   and the StalwartError that caused it (a body over the limit while FastAPI read it) answers as itself;
@@ -33,6 +33,7 @@ from stalwart.api.errors import (
     InvalidRequest,
     InvalidStateError,
     StalwartError,
+    TooManyRequests,
 )
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,9 @@ def install(app: FastAPI) -> None:
 
 
 async def stalwart_error(_request: Request, err: StalwartError) -> JSONResponse:
-    return JSONResponse(err.to_dict(), status_code=err.http_status)
+    """Its own status and body; a 429 (TooManyRequests) also says when to ask again (Retry-After, seconds)."""
+    headers = {"Retry-After": str(err.retry_after_s)} if isinstance(err, TooManyRequests) else None
+    return JSONResponse(err.to_dict(), status_code=err.http_status, headers=headers)
 
 
 async def validation_error(_request: Request, err: RequestValidationError) -> JSONResponse:

@@ -61,6 +61,8 @@ class Master:
         self.session_cache: dict[str, Any] = {}
         # user id -> [(role, workspace id or None)] (identity.authz), cleared with the session cache
         self.roles_cache: dict[int, list[tuple[str, int | None]]] = {}
+        # credential hash -> cluster.credentials.Known of agents' credentials seen (cleared on every change)
+        self.agent_credential_cache: dict[str, Any] = {}
         self.cluster_id, self.secret = self._cluster_identity()
         self.cluster_token = settings.cluster_token or self._info("cluster_token")
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+from stalwart.agent import credential
 from stalwart.api.errors import StalwartError
 from stalwart.client import Client
 from stalwart.client.auth_file import AuthFile
@@ -163,4 +164,12 @@ class LocalTestCluster:
         raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; last value: {last!r}")
 
     def cluster_token(self) -> str:
+        """The master's cluster token: it only enrolls new agents (docs/users.md)."""
         return (self.home / "cluster-token").read_text().strip()
+
+    def agent_credential(self, index: int = 0, timeout: float = 60) -> str:
+        """The own credential agent `index` was given when it enrolled (kept in its work directory)."""
+        agent_id = f"agent-{index}"
+        stored = self.wait_for(lambda: credential.load(self.home / agent_id, agent_id), timeout=timeout,
+                               what=f"{agent_id} to enroll")
+        return str(stored.credential)

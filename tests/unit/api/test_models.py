@@ -197,15 +197,17 @@ def test_every_user_get_and_post_answer_validates_against_the_table(master):
 
 def test_agent_side_answers_validate_against_the_table(master):
     c, http, exp_id, _cmd_id, _config = master
-    auth = {"authorization": f"Bearer {c.cluster_token()}"}
+    auth = {"authorization": f"Bearer {c.cluster_token()}"}  # enrollment only
     trial_id = http.get(f"/api/v1/experiments/{exp_id}").json()["trials"][0]["id"]
     alloc = http.get(f"/api/v1/trials/{trial_id}").json()["runs"][0]["id"]
-    _call(http, "POST", "/api/v1/agents", {"agent_id": "models-probe", "slots": 0}, path="/api/v1/agents",
-          headers=auth)
+    enrolled = _call(http, "POST", "/api/v1/agents", {"agent_id": "models-probe", "slots": 0}, path="/api/v1/agents",
+                     headers=auth)
+    probe = {"authorization": f"Bearer {enrolled['credential']}"}
     _call(http, "GET", "/api/v1/agents/models-probe/actions", path="/api/v1/agents/{agent_id}/actions",
-          headers=auth)
+          headers=probe)
     _call(http, "GET", f"/api/v1/allocations/{alloc}/context", path="/api/v1/allocations/{allocation_id}/context",
-          headers=auth)
-    _call(http, "POST", "/api/v1/task/logs", {"logs": []}, path="/api/v1/task/logs", headers=auth)
+          headers={"authorization": f"Bearer {c.agent_credential(0)}"})  # its agent's credential
+    _call(http, "POST", "/api/v1/task/logs", {"logs": []}, path="/api/v1/task/logs", headers=probe)
+    _call(http, "GET", "/api/v1/agents/credentials", path="/api/v1/agents/credentials")
     _call(http, "POST", "/api/v1/agents", {"agent_id": "", "slots": 0}, path="/api/v1/agents", headers=auth,
           status=400)

@@ -133,6 +133,7 @@ PROBES: dict[P.Permission, Probe] = {
     P.DELETE_CHECKPOINTS: lambda c, w: c.request("DELETE", "/api/v1/checkpoints", json={
         "uuids": ["no-such-checkpoint"]}),
     P.VIEW_CLUSTER: lambda c, w: c.get("/api/v1/agents"),
+    P.VIEW_TASKS: lambda c, w: c.get(f"/api/v1/commands/{w.cmd_id}"),
     P.MANAGE_AGENTS: lambda c, w: c.post("/api/v1/agents/no-such-agent/enable", json={}),
     P.EDIT_JOBS: lambda c, w: c.patch(f"/api/v1/experiments/{w.exp_id}/job", json={"priority": 42}),
     P.CREATE_COMMANDS: lambda c, w: c.post("/api/v1/commands", json={"config": {"entrypoint": ["true"]}}),
@@ -158,6 +159,7 @@ PROBES: dict[P.Permission, Probe] = {
     P.MANAGE_GROUPS: lambda c, w: c.post("/api/v1/groups", json={"name": w.fresh("g")}),
     P.BIND_POOLS: lambda c, w: c.request("DELETE", "/api/v1/resource-pools/default/workspace-bindings",
                                          json={"workspaceIds": [UNCATEGORIZED]}),
+    P.SET_AGENT_USER: lambda c, w: c.delete("/api/v1/users/bystander/agent-user"),
 }
 
 

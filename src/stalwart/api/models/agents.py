@@ -1,4 +1,5 @@
-"""Agents: registration and the action long-poll (cluster token), listing, enable/disable, slots, log intake."""
+"""Agents: enrollment (cluster token) and registration, the action long-poll (the agent's own credential),
+listing, enable/disable, credentials (list, revoke), slots, log intake."""
 
 from __future__ import annotations
 
@@ -31,6 +32,36 @@ class Registered(Response):
     kill: list[AllocationId]
     cluster_id: str
     agent_timeout: float = Field(gt=0)
+    credential: str | None = Field(default=None, description="the agent's own credential, given once, when it "
+                                                             "enrolls with the cluster token: it presents it from "
+                                                             "then on (the master keeps only its SHA-256)")
+
+
+class AgentCredential(Response):
+    """What an admin sees of one agent's credential (never the credential itself)."""
+
+    agent_id: AgentId
+    state: str = Field(description="active; revoked; or none: the agent registered before agents had credentials "
+                                   "(it gets one at its next registration)")
+    created_at: Timestamp | None = None
+    last_used: Timestamp | None = Field(default=None, description="when the agent last presented it (to the minute)")
+    revoked_at: Timestamp | None = None
+    reenroll: bool = Field(default=False, description="revoked, and the id may enroll again with the cluster token")
+    registered: bool = Field(description="the agent is in the agent list")
+
+
+class AgentCredentialList(Response):
+    credentials: list[AgentCredential]
+
+
+class RevokeAgentCredential(Request):
+    reenroll: bool = Field(default=False, description="let this agent id enroll again with the cluster token (under "
+                                                      "the enrollment policy): for an agent whose credential file was "
+                                                      "lost. Without it the id stays cut off for good")
+
+
+class RevokedAgentCredential(Response):
+    credential: AgentCredential
 
 
 class RunAs(Response):

@@ -9,7 +9,8 @@ from pydantic import Field
 from stalwart.api.models.common import Response
 
 ErrorKind = Literal["internal", "invalid_request", "invalid_config", "invalid_context", "not_found",
-                    "invalid_state", "unauthenticated", "forbidden", "unavailable", "master_unavailable"]
+                    "invalid_state", "unauthenticated", "forbidden", "too_many_requests", "unavailable",
+                    "master_unavailable"]
 
 
 class ErrorDetail(Response):

@@ -38,9 +38,14 @@ MaxSlots = Annotated[SlotCount, Field(strict=True, description="the most slots t
 
 
 class Job(Response):
+    """A job of the queue. One the caller may not view is shown anonymously (`limited`: Determined's LimitedJob):
+    its place, pool, state, priority, weight and slots, with no experiment or command, name, owner or reason."""
+
     job_id: JobId
     type: JobType
-    entity_id: Id
+    entity_id: Id | None = None
+    workspace_id: Id | None = None
+    limited: bool = False
     name: str | None = None
     owner: str | None = None
     state: str

@@ -2,7 +2,8 @@
 
 A task carries two credentials and nothing else of the master's: its allocation's token (trial-side calls)
 and a session of its owner (STALWART_USER_TOKEN, Determined's DET_USER_TOKEN: the SDK inside the task acts with
-the owner's rights), which ends with the allocation. Never the cluster token, never the master's home."""
+the owner's rights), which ends with the allocation. Never the cluster token, never the master's home. Both are
+masked in the task's stored logs (`secrets_of`), so a trial that prints them shows `********`."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ from stalwart.master.service import Master
 def owner_session(m: Master, conn: Conn, alloc, owner: str) -> str | None:
     """The owner's session for this allocation's tasks (None when the owner has no active account)."""
     return sessions.task_session(m, conn, owner, alloc["id"])
+
+
+def secrets_of(m: Master, allocation_id: str) -> list[str]:
+    """Every secret handed to the tasks of `allocation_id`: what the master masks in their stored logs
+    (`logs.store_rows`). Keep it complete: a credential a start order gains must be listed here too."""
+    return [m.allocation_token(allocation_id), sessions.task_token(m, allocation_id)]
 
 
 def run_as(conn: Conn, owner: str, project_id: int | None) -> dict | None:

@@ -9,8 +9,9 @@ from typing import Any
 
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.states import AllocationState as A, ExitReason
-from stalwart.master.allocations import containers, kinds
+from stalwart.master.allocations import containers, kinds, root_guard
 from stalwart.master.identity import sessions
+from stalwart.master.logs import insert_logs
 from stalwart.master.queries import allocations as allocation_rows
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master, now
@@ -28,11 +29,20 @@ def request_kill(m: Master, conn: Conn, alloc: Row) -> None:
         m.signals.notify(f"agent:{agent_id}")
 
 
-def start_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Everything an agent needs to launch one container of a run: identity, token, env and the info file."""
+def start_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """Everything an agent needs to launch one container of a run: identity, token, env and the info file.
+    None when the run may not start (its OS user is root where root tasks are not allowed): it has failed, with
+    the reason in its log."""
     if container is None:
         container = containers.of_allocation(conn, alloc["id"])[0]
-    return kinds.get(kinds.kind_of(alloc) or kinds.COMMAND).start_order(m, conn, alloc, container)
+    order = kinds.get(kinds.kind_of(alloc) or kinds.COMMAND).start_order(m, conn, alloc, container)
+    refusal = root_guard.start_refusal(m, conn, order.get("run_as"), container["agent_id"])
+    if refusal is None:
+        return order
+    insert_logs(conn, [{"trial_id": alloc["trial_id"], "allocation_id": alloc["id"], "log": refusal,
+                        "level": "ERROR", "source": "master", "stdtype": "stderr"}])
+    _container_exited(m, conn, alloc, container["agent_id"], 1)
+    return None
 
 
 def container_started(conn: Conn, allocation_id: str, agent_id: str, pid: int | None) -> None:
@@ -76,20 +86,27 @@ def mark_exited(m: Master, agent_id: str, allocation_id: str, exit_code: int | N
                 containers.kill_others(m, conn, allocation_id, agent_id)
                 allocation_exited(m, conn, allocation_id, None, ExitReason.AGENT_LOST)
             return
-        containers.set_state(conn, allocation_id, agent_id, A.TERMINATED.value, exit_code=exit_code)
-        if alloc["state"] == A.TERMINATED.value:
-            return
-        first_failure = alloc["exit_code"]
-        if exit_code != 0 and first_failure is None:
-            first_failure = exit_code
-            allocation_rows.set_exit_code(conn, allocation_id, exit_code)
-        live = [c for c in containers.of_allocation(conn, allocation_id) if c["state"] != A.TERMINATED.value]
-        if live:
-            if exit_code != 0:
-                containers.kill_others(m, conn, allocation_id, agent_id)
-            return
-        final = first_failure if first_failure is not None else exit_code
-        allocation_exited(m, conn, allocation_id, final, ExitReason.EXITED)
+        _container_exited(m, conn, alloc, agent_id, exit_code)
+
+
+def _container_exited(m: Master, conn: Conn, alloc: Row, agent_id: str, exit_code: int | None) -> None:
+    """One container of `alloc` ended with `exit_code`: a failure takes the rest of its gang down, the last one
+    ends the allocation."""
+    allocation_id = alloc["id"]
+    containers.set_state(conn, allocation_id, agent_id, A.TERMINATED.value, exit_code=exit_code)
+    if alloc["state"] == A.TERMINATED.value:
+        return
+    first_failure = alloc["exit_code"]
+    if exit_code != 0 and first_failure is None:
+        first_failure = exit_code
+        allocation_rows.set_exit_code(conn, allocation_id, exit_code)
+    live = [c for c in containers.of_allocation(conn, allocation_id) if c["state"] != A.TERMINATED.value]
+    if live:
+        if exit_code != 0:
+            containers.kill_others(m, conn, allocation_id, agent_id)
+        return
+    final = first_failure if first_failure is not None else exit_code
+    allocation_exited(m, conn, allocation_id, final, ExitReason.EXITED)
 
 
 def lose_container(m: Master, conn: Conn, allocation_id: str, agent_id: str) -> None:

@@ -1,3 +1,4 @@
-"""The cluster domain: agent sessions (registration, reconciliation, the action long-poll, enable/disable/drain).
+"""The cluster domain: agent sessions (registration and reconciliation, the action long-poll, enable/disable/drain)
+and agents' own credentials (enrollment with the cluster token, the check of every agent call, revocation).
 
-Owns the rows of agents. Its face: `agents`."""
+Owns the rows of agents and of their credentials. Its face: `agents`, `credentials`."""

@@ -9,13 +9,18 @@ from stalwart.api.errors import InvalidRequest, InvalidStateError
 from stalwart.api.states import AllocationState as A
 from stalwart.master import views as mviews
 from stalwart.master.allocations import containers, lifecycle
+from stalwart.master.cluster import credentials
 from stalwart.master.queries import agents as agent_rows, allocations as allocation_rows
 from stalwart.master.queries.rows import Row
 from stalwart.master.service import Master, now
 
 
-def register(m: Master, body: Mapping[str, Any], peer: str | None = None) -> dict[str, Any]:
-    """Create or refresh an agent; reconcile the containers it says it runs with ours."""
+def register(m: Master, body: Mapping[str, Any], peer: str | None = None,
+             caller: str | None | credentials.InProcess = credentials.IN_PROCESS) -> dict[str, Any]:
+    """Create or refresh an agent; reconcile the containers it says it runs with ours. `caller`, from the route: the
+    agent whose credential came, or None for the cluster token (an enrollment, under the enrollment policy: the
+    answer carries the agent's new credential). Left out, the master itself registers the agent (tests, tools:
+    no HTTP caller, so nothing to check and no credential given); the route always says who called."""
     agent_id = str(body.get("agent_id") or "").strip()
     if not agent_id:
         raise InvalidRequest("agent_id: required")
@@ -39,6 +44,8 @@ def register(m: Master, body: Mapping[str, Any], peer: str | None = None) -> dic
         last_seen=now(),
     )
     with m.db.begin() as conn:
+        credential = None if isinstance(caller, credentials.InProcess) else credentials.admit(
+            m, conn, agent_id, caller, peer, incarnation, _text(body.get("replaces")))
         exists = agent_rows.find(conn, agent_id)
         if exists:
             _check_takeover(m, exists, incarnation, body.get("replaces"))
@@ -59,7 +66,11 @@ def register(m: Master, body: Mapping[str, Any], peer: str | None = None) -> dic
         stale = [a for a in running if a not in live]
     m.wake_scheduler()
     return {"agent_id": agent_id, "kill": stale, "cluster_id": m.cluster_id,
-            "agent_timeout": m.settings.agent_timeout_s}
+            "agent_timeout": m.settings.agent_timeout_s, "credential": credential}
+
+
+def _text(value: object) -> str | None:
+    return str(value)[:64] if value else None
 
 
 def _check_takeover(m: Master, row: Row, incarnation: str | None, replaces: object) -> None:
@@ -97,7 +108,9 @@ def pending_actions(m: Master, agent_id: str, known: frozenset[str] | set[str] =
                 if not _kill_sent(m, alloc["id"], agent_id):
                     kill.append(alloc["id"])
             elif c["state"] == A.ASSIGNED.value and alloc["id"] not in known:
-                start.append(lifecycle.start_order(m, conn, alloc, c))
+                order = lifecycle.start_order(m, conn, alloc, c)
+                if order is not None:  # None: refused (its OS user is root), the run failed with the reason
+                    start.append(order)
     return {"start": start, "kill": kill}
 
 

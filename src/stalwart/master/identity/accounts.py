@@ -3,17 +3,20 @@
 On its first start a master creates `admin` (an admin) and `determined` (not one), each with the master
 config's `security.initial_user_password` (empty unless set). A master listening beyond loopback refuses to
 start while any active account has an empty password (`refuse_open_accounts`).
+
+Every password check and hash runs through the master's `login_guard`: at most a few argon2id checks at once,
+and logins (and a user's check of their own current password) under the back-off of failed logins per user
+name and per client address (429 while it lasts). An unknown name costs one argon2id check, as a known one does.
 """
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import time
 from typing import Any
 
 from stalwart.api.errors import AuthError, ConfigError, ForbiddenError, InvalidStateError, NotFoundError
-from stalwart.master.identity import passwords, sessions
+from stalwart.master.identity import login_guard, passwords, sessions
 from stalwart.master.queries import users as q
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master
@@ -61,16 +64,16 @@ def refuse_open_accounts(m: Master) -> None:
 
 
 # -- logging in ---------------------------------------------------------------------------------
-async def login(m: Master, username: str, password: str, is_hashed: bool, *, kind: str = "login",
-                lifespan: float = sessions.LOGIN_LIFESPAN_S) -> tuple[str, Row]:
-    """Check a user's password (off the event loop: argon2 is slow on purpose); a new session's token and the
-    user. Bad name and bad password read the same (401); an inactive user is refused (403)."""
+async def login(m: Master, username: str, password: str, is_hashed: bool, *, client: str | None = None,
+                kind: str = "login", lifespan: float = sessions.LOGIN_LIFESPAN_S) -> tuple[str, Row]:
+    """Check a user's password (in the login guard's pool: argon2 is slow on purpose); a new session's token and
+    the user. Bad name and bad password read the same (401); an inactive user is refused (403); a name or a
+    `client` address in back-off after failed logins, or too many checks at once, answer 429."""
     with m.db.begin() as conn:
         user = q.by_name(conn, username)
     cred = passwords.credential(password, is_hashed)
-    stored = user["password_hash"] if user is not None else _DUMMY_HASH
-    ok = await asyncio.to_thread(passwords.verify, stored, cred)
-    if user is None or not ok or user["remote"]:  # a single-sign-on user has no password here
+    ok = await login_guard.guard_of(m).check(username, client, lambda: _matches(user, cred))
+    if user is None or not ok:
         raise AuthError("invalid credentials: wrong user name or password")
     if not user["active"]:
         raise ForbiddenError(f"user {username} is not active: an admin can activate it "
@@ -83,8 +86,13 @@ async def login(m: Master, username: str, password: str, is_hashed: bool, *, kin
     return token, user
 
 
-_DUMMY_HASH = passwords.hash_credential("a credential no one has")
-"""Checked against when the user does not exist, so a bad name costs as long as a bad password."""
+def _matches(user: Row | None, cred: str) -> bool:
+    """Does `cred` log in as `user` (run in a worker thread)? One argon2id check even for no user, so a name that
+    does not exist takes as long to refuse as a wrong password; a single-sign-on user has no password here."""
+    if user is None:
+        passwords.verify(passwords.DUMMY_HASH, cred)
+        return False
+    return passwords.verify(user["password_hash"], cred) and not user["remote"]
 
 
 # -- users ----------------------------------------------------------------------------------
@@ -98,7 +106,7 @@ def get_user(conn: Conn, username: str) -> Row:
 async def create_user(m: Master, *, username: str, display_name: str | None, admin: bool, active: bool,
                       password: str | None, is_hashed: bool) -> Row:
     cred = passwords.credential(password or "", is_hashed)
-    stored = await asyncio.to_thread(passwords.hash_credential, cred)
+    stored = await login_guard.guard_of(m).checks.run(passwords.hash_credential, cred, bounded=False)
     with m.db.begin() as conn:
         if q.by_name(conn, username) is not None:
             raise InvalidStateError(f"user {username} already exists")
@@ -132,13 +140,16 @@ def _keep_an_admin(conn: Conn, user: Row, changes: dict[str, Any]) -> None:
 
 async def set_password(m: Master, username: str, password: str, is_hashed: bool) -> None:
     """Set a user's password. Sessions stay (Determined's behaviour); tokens stay."""
-    stored = await asyncio.to_thread(passwords.hash_credential, passwords.credential(password, is_hashed))
+    cred = passwords.credential(password, is_hashed)
+    stored = await login_guard.guard_of(m).checks.run(passwords.hash_credential, cred, bounded=False)
     with m.db.begin() as conn:
         user = get_user(conn, username)
         q.update_user(conn, user["id"], password_hash=stored, modified_at=time.time())
 
 
 async def check_password(m: Master, username: str, password: str, is_hashed: bool) -> bool:
+    """Is this the user's current password? A guess like a login's: under the back-off of `username` (429)."""
     with m.db.begin() as conn:
         user = get_user(conn, username)
-    return await asyncio.to_thread(passwords.verify, user["password_hash"], passwords.credential(password, is_hashed))
+    cred = passwords.credential(password, is_hashed)
+    return await login_guard.guard_of(m).check(username, None, lambda: passwords.verify(user["password_hash"], cred))

@@ -2,8 +2,9 @@
 
 `AuditLog` is an ASGI middleware. The user-route check (`routes/contract`) and the login routes mark a request
 for the log (`mark`), naming its user and target; once the answer has been sent, a marked request that is not
-a read is written to `audit_log` with its status: ok (< 400), refused (401, 403) or failed. Agents' and trials'
-calls are not users' and are not logged (metrics ingest stays as fast as it was).
+a read is written to `audit_log` with its status: ok (< 400), refused (401, 403), throttled (429: a login in
+the back-off of failed logins, identity/login_guard.py) or failed. Agents' and trials' calls are not users' and
+are not logged (metrics ingest stays as fast as it was).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def mark(request: Request, username: str | None, target: str | None) -> None:
 def outcome_of(status: int) -> str:
     if status < 400:
         return "ok"
+    if status == 429:
+        return "throttled"
     return "refused" if status in (401, 403) else "failed"
 
 

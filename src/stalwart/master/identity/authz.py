@@ -1,10 +1,17 @@
 """Who may do what: `require(m, identity, permission, target)`, the one permission check of the master.
 
-Every user route names its permission in the route table; `routes/contract` calls `check_route` for it before
-the handler runs, finding the object the path names (an experiment, trial, command, job, workspace, project,
-user or token): its owner and its workspace (a `Target`). A handler whose objects are in the body (deleting
-checkpoints, the project an experiment is created in) or whose call needs a second permission (making someone
-an admin) calls `require` itself. A refusal is a 403 naming the permission.
+Every user route names its permission and its scope in the route table (`api.auth_kinds.Scope`); `routes/contract`
+calls `check_route` before the handler runs. By the scope it checks the permission on every object the path (or,
+for the few routes that name it there, the query) names: an experiment, trial, checkpoint, command or task, job,
+workspace, project, user or token, found with its owner and its workspace (a `Target`; `FINDERS`); or on the whole
+cluster; or, for listings, one's own things and calls whose objects are in the body, anywhere: the handler then
+shows only what the caller may see (`viewable_workspaces`), or checks what the body names (`require`). A refusal is a
+403 naming the permission. `check_declaration` refuses to register a route whose scope the check could not decide
+(a path value naming an object no finder knows, a workspace permission checked on the cluster), and the
+authorization conformance suite calls every route as each kind of caller.
+
+A task's credential (the owner session a trial or command holds, kind `task`) has its owner's permissions less
+`permissions.NOT_FOR_TASKS`, whoever the owner is, and dies with the allocation.
 
 Two modes (`security.authz.type` in the master config):
 - `basic` (the default): admins may do everything; others what the permission's rule allows
@@ -22,10 +29,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from stalwart.api import permissions as P
+from stalwart.api.auth_kinds import PATH_VALUES, PathValue, Scope
 from stalwart.api.errors import ForbiddenError, NotFoundError
+from stalwart.api.models.common import MAX_ID
+from stalwart.api.routes_table import RouteSpec
+from stalwart.api.states import AllocationState
 from stalwart.master.identity.sessions import Identity
-from stalwart.master.queries import users as q, workspaces as wq
-from stalwart.master.queries.rows import Conn
+from stalwart.master.queries import runs, trials, users as q, workspaces as wq
+from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master
 
 BASIC, RBAC = "basic", "rbac"
@@ -73,8 +84,18 @@ def _by_rule(ident: Identity, permission: P.Permission, target: Target | None) -
             and target.owner == ident.username)
 
 
+TASK = "task"
+"""The session kind of a task's credential (identity.sessions.task_session)."""
+
+
+def _task_may_not(ident: Identity, permission: P.Permission) -> bool:
+    return ident.kind == TASK and permission in P.NOT_FOR_TASKS
+
+
 def allowed(m: Master, ident: Identity, permission: P.Permission, target: Target | None = None) -> bool:
     """May this identity use `permission` on `target` (None: on nothing in particular, i.e. the whole cluster)?"""
+    if _task_may_not(ident, permission):
+        return False
     if ident.admin:
         return True
     if mode(m) != RBAC or permission in P.ACCOUNT:
@@ -86,6 +107,8 @@ def allowed(m: Master, ident: Identity, permission: P.Permission, target: Target
 def allowed_somewhere(m: Master, ident: Identity, permission: P.Permission) -> bool:
     """May this identity use `permission` on anything at all (on its own things, or in some workspace)? The
     route-level check of calls whose target is in their body: the handler then checks the real target."""
+    if _task_may_not(ident, permission):
+        return False
     if ident.admin:
         return True
     if mode(m) != RBAC or permission in P.ACCOUNT:
@@ -102,6 +125,9 @@ def require(m: Master, ident: Identity, permission: P.Permission, target: Target
 
 def refusal(m: Master, ident: Identity, permission: P.Permission, target: Target | None) -> str:
     head = f"permission denied: {ident.username} lacks {permission.name} ({permission.description})"
+    if _task_may_not(ident, permission):
+        return (f"{head}: a task's credential never has it, whoever owns the task (it changes identity or the "
+                "cluster); do this as the user, outside the task")
     if mode(m) == RBAC and permission not in P.ACCOUNT:
         roles = ", ".join(sorted(r.name for r in P.ROLES.values() if permission in r.permissions))
         where = ("on the whole cluster" if permission in P.CLUSTER_ONLY or target is None
@@ -121,7 +147,10 @@ def _workspace_name(m: Master, workspace_id: int) -> str:
     return ws["name"] if ws is not None else str(workspace_id)
 
 
-# -- the objects a path names ----------------------------------------------------------------------
+# -- the objects a route names ---------------------------------------------------------------------
+Finder = Callable[[Conn, Any], "Target | None"]
+
+
 def _user_target(conn: Conn, name: str) -> Target | None:
     return Target(f"user {name}", name) if q.by_name(conn, name) is not None else None
 
@@ -131,77 +160,167 @@ def _token_target(conn: Conn, token_id: int) -> Target | None:
     return Target(f"token {token_id}", row["username"]) if row is not None else None
 
 
-def _owned(what: str, find: Callable[[Conn, Any], tuple[str, int] | None]) -> Callable[[Conn, Any], Target | None]:
+def _checkpoint_target(conn: Conn, uuid: str) -> Target | None:
+    found = wq.checkpoint_places(conn, [uuid]).get(uuid)
+    return Target(f"checkpoint {uuid}", found[0], found[1]) if found is not None else None
+
+
+def _owned(what: str, find: Callable[[Conn, Any], tuple[str, int] | None]) -> Finder:
     def target(conn: Conn, key: Any) -> Target | None:
         found = find(conn, key)
         return Target(f"{what} {key}", found[0], found[1]) if found is not None else None
     return target
 
 
-_TARGETS: tuple[tuple[str, str, bool, Callable[[Conn, Any], Target | None]], ...] = (
-    ("exp_id", "experiment", True, _owned("experiment", wq.experiment_place)),
-    ("trial_id", "trial", True, _owned("trial", wq.trial_place)),
-    ("cmd_id", "command", True, _owned("command", wq.command_place)),
-    ("job_id", "job", False, _owned("job", wq.job_place)),
-    ("project_id", "project", True, _owned("project", wq.project_place)),
-    ("workspace_id", "workspace", True, _owned("workspace", wq.workspace_place)),
-    ("username", "user", False, _user_target),
-    ("token_id", "token", True, _token_target),
-)
-"""Path values that name an object: the value's name, what it names, whether it is an integer id, how to find it."""
-
-CHECKED_BY_HANDLER = frozenset({
-    ("GET", "/api/v1/tokens"), ("POST", "/api/v1/tokens"), ("DELETE", "/api/v1/checkpoints"),
-    ("POST", "/api/v1/experiments"), ("POST", "/api/v1/commands"), ("POST", "/api/v1/rbac/assignments"),
-    ("POST", "/api/v1/rbac/unassignments")})
-"""Routes whose permission needs an object their path does not name: they act on the caller's own, or on what
-their body names, and their handlers check it. `routes/contract` refuses to register any other route whose
-permission is owner-ruled (or workspace-scoped) and whose path names nothing, so one cannot slip through."""
+def _int_id(raw: Any) -> int | None:
+    text = str(raw)
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 20 and int(text) <= MAX_ID else None
 
 
-def target_key_in(path: str) -> bool:
-    """Does a route path name an object `check_route` can find?"""
-    return any("{" + key + "}" in path for key, _, _, _ in _TARGETS)
+def _task_id(raw: Any) -> int | None:
+    """A task id ('command-3' or '3') as its command's id; None for what is no task id."""
+    return _int_id(str(raw).removeprefix("command-"))
+
+
+@dataclass(frozen=True)
+class _Kind:
+    what: str  # in words: 'experiment'
+    parse: Callable[[Any], Any]  # the path value as the finder's key; None: it names nothing (the route answers)
+    find: Finder
+
+
+FINDERS: dict[str, _Kind] = {
+    "exp_id": _Kind("experiment", _int_id, _owned("experiment", wq.experiment_place)),
+    "trial_id": _Kind("trial", _int_id, _owned("trial", wq.trial_place)),
+    "uuid": _Kind("checkpoint", str, _checkpoint_target),
+    "cmd_id": _Kind("command", _int_id, _owned("command", wq.command_place)),
+    "task_id": _Kind("task", _task_id, _owned("task", wq.command_place)),
+    "job_id": _Kind("job", str, _owned("job", wq.job_place)),
+    "project_id": _Kind("project", _int_id, _owned("project", wq.project_place)),
+    "workspace_id": _Kind("workspace", _int_id, _owned("workspace", wq.workspace_place)),
+    "username": _Kind("user", str, _user_target),
+    "token_id": _Kind("token", _int_id, _token_target),
+}
+"""How to find the object each path value that names one stands for: every workspace and account object of
+`api.auth_kinds.PATH_VALUES` (the master refuses to start when one is missing here)."""
+
+_NAMED = {PathValue.WORKSPACE_OBJECT, PathValue.ACCOUNT_OBJECT}
+_MISSING = {k for k, v in PATH_VALUES.items() if v in _NAMED} ^ set(FINDERS)
+if _MISSING:
+    raise RuntimeError(f"identity.authz.FINDERS and api.auth_kinds.PATH_VALUES disagree on {sorted(_MISSING)}")
+
+
+def _ui_events_objects(query: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The web UI's live updates name their page's object in the query: `page=experiment&id=5`, `page=trial&id=7`;
+    the other pages are listings (their models show only what the caller may see)."""
+    key = {"experiment": "exp_id", "trial": "trial_id"}.get(query.get("page", ""))
+    ident = query.get("id")
+    return [(key, ident)] if key is not None and ident is not None else []
+
+
+QUERY_OBJECTS: dict[tuple[str, str], Callable[[Mapping[str, str]], list[tuple[str, str]]]] = {
+    ("GET", "/api/v1/ui/events"): _ui_events_objects,
+}
+"""Routes of scope `query`: which of their query values name which objects (as path values would)."""
+
+
+def check_declaration(spec: RouteSpec) -> None:
+    """Refuse (ValueError) a user route whose scope does not fit its path and permission: one the check could
+    not decide, so nothing it reads goes unchecked. `routes/contract` calls it for every user route it registers."""
+    permission, scope = spec.permission, spec.scope
+    where = f"{spec.method} {spec.path}"
+    if permission is None or scope is None:
+        raise ValueError(f"{where}: a user route needs a permission and a scope")
+    named = [v for v in spec.path_values if PATH_VALUES[v] in _NAMED]
+    if named and scope is not Scope.PATH:
+        raise ValueError(f"{where}: its path names {named}, so its scope is `path`, not `{scope.value}`")
+    problem = {
+        Scope.PATH: None if named else "its scope is `path` but its path names no object",
+        Scope.QUERY: None if spec.key in QUERY_OBJECTS else "its scope is `query` but identity.authz.QUERY_OBJECTS "
+                                                            "does not say which query values name what",
+        Scope.CLUSTER: None if permission in P.CLUSTER_ONLY or (permission in P.ACCOUNT
+                                                                and permission.basic is P.Rule.ANYONE)
+        else f"{permission.name} may be granted on one workspace, so it cannot be checked on the whole cluster",
+        Scope.OWN: None if permission in P.ACCOUNT else f"{permission.name} is not an account permission",
+        Scope.LIST: None if permission.basic is P.Rule.ANYONE else f"{permission.name} is not a reading permission",
+        Scope.BODY: None,
+    }[scope]
+    if problem is not None:
+        raise ValueError(f"{where}: {problem}")
 
 
 def target_of(path_params: Mapping[str, Any]) -> str | None:
     """What a call acts on, in words (for the audit log): 'experiment 5'."""
-    for key, what, _, _ in _TARGETS:
-        if key in path_params:
-            return f"{what} {path_params[key]}"
+    for key, value in path_params.items():
+        kind = FINDERS.get(key)
+        if kind is not None:
+            return f"{kind.what} {value}"
     if path_params:
         return ", ".join(f"{k}={v}" for k, v in path_params.items())
     return None
 
 
-def check_route(m: Master, ident: Identity, permission: P.Permission, path_params: Mapping[str, Any]) -> None:
-    """The route-level check: `permission` on the object the path names (404 when there is none); on a route
-    naming none, `permission` on the cluster, or anywhere for the routes whose handlers check their target."""
-    if ident.admin:
-        return
-    target = _path_target(m, path_params)
-    if target is not None:
-        require(m, ident, permission, target)
+def check_route(m: Master, ident: Identity, spec: RouteSpec, path_params: Mapping[str, Any],
+                query: Mapping[str, str]) -> None:
+    """The route-level check of `spec.permission` by the route's scope: on every object its path (or query) names
+    (404 when one names nothing); on the cluster; or, for listings, bodies and one's own things, anywhere (the
+    handler then shows only what the caller may see, or checks what the body names)."""
+    permission, scope = spec.permission, spec.scope
+    assert permission is not None and scope is not None  # check_declaration holds for every registered route
+    if ident.admin and ident.kind != TASK:
+        return  # admins may do everything; the handler answers 404 for what names nothing
+    if scope is Scope.PATH or scope is Scope.QUERY:
+        named = list(path_params.items()) if scope is Scope.PATH else QUERY_OBJECTS[spec.key](query)
+        targets = _targets(m, named)
+        for target in targets:
+            require(m, ident, permission, target)
+        if targets:
+            return
+    if scope is Scope.CLUSTER:
+        require(m, ident, permission, None)
     elif not allowed_somewhere(m, ident, permission):
         raise ForbiddenError(refusal(m, ident, permission, None))
 
 
-def _path_target(m: Master, path_params: Mapping[str, Any]) -> Target | None:
-    for key, what, numeric, find in _TARGETS:
-        if key not in path_params:
+def require_live_allocation(m: Master, allocation_id: str) -> Row:
+    """The caller's allocation, which must not have ended: an allocation's token dies with it (403)."""
+    with m.db.begin() as conn:
+        alloc = runs.find(conn, allocation_id)
+    if alloc is None or alloc["state"] == AllocationState.TERMINATED.value:
+        raise ForbiddenError(f"allocation {allocation_id} has ended: its token is no longer accepted")
+    return alloc
+
+
+def check_allocation_reads(m: Master, allocation_id: str, path_params: Mapping[str, Any]) -> None:
+    """A user route a trial may call with its allocation token (the Core API's best-validation read): only while
+    the allocation lives, and only on the allocation's own experiment (what its searcher may read)."""
+    alloc = require_live_allocation(m, allocation_id)
+    with m.db.begin() as conn:
+        trial = trials.find(conn, alloc["trial_id"]) if alloc["trial_id"] is not None else None
+    own = trial["experiment_id"] if trial is not None else None
+    asked = _int_id(path_params.get("exp_id", ""))
+    if own is None or asked != own:
+        raise ForbiddenError(f"an allocation's token reads only its own experiment ({own}), not experiment "
+                             f"{path_params.get('exp_id')}: use a user's session for that")
+
+
+def _targets(m: Master, named: list[tuple[str, Any]]) -> list[Target]:
+    """The objects named values stand for; NotFoundError for a value that names no object; a value that is no key
+    at all (`abc` for an id) is left to the route's own validation."""
+    out: list[Target] = []
+    for key, raw in named:
+        kind = FINDERS.get(key)
+        if kind is None:
             continue
-        value: Any = path_params[key]
-        if numeric:
-            try:
-                value = int(value)
-            except ValueError:
-                return None  # not an id: the route's own validation answers 400
+        value = kind.parse(raw)
+        if value is None:
+            continue
         with m.db.begin() as conn:
-            target = find(conn, value)
+            target = kind.find(conn, value)
         if target is None:
-            raise NotFoundError(f"{what} {value} not found")
-        return target
-    return None
+            raise NotFoundError(f"{kind.what} {raw} not found")
+        out.append(target)
+    return out
 
 
 def experiment_targets(m: Master, experiments: list[dict[str, Any]]) -> dict[int, Target]:

@@ -124,6 +124,11 @@ def end_session(m: Master, session_id: int) -> None:
     forget_all(m)
 
 
+def task_token(m: Master, allocation_id: str) -> str:
+    """The token of the owner session the tasks of `allocation_id` get (derived from the allocation, never stored)."""
+    return hmac.new(m.secret.encode(), b"task-session:" + allocation_id.encode(), hashlib.sha256).hexdigest()
+
+
 def task_session(m: Master, conn: Conn, owner: str, allocation_id: str) -> str | None:
     """The session of `owner` given to the tasks of one allocation (ended with it); None when the owner has no
     active account (the task then gets no user session). Its token is derived from the allocation, so a start
@@ -131,7 +136,7 @@ def task_session(m: Master, conn: Conn, owner: str, allocation_id: str) -> str |
     user = q.by_name(conn, owner)
     if user is None or not user["active"]:
         return None
-    token = hmac.new(m.secret.encode(), b"task-session:" + allocation_id.encode(), hashlib.sha256).hexdigest()
+    token = task_token(m, allocation_id)
     stored = q.session_by_hash(conn, hash_token(token))
     if stored is None:
         q.insert_session(conn, user_id=user["id"], token_hash=hash_token(token), kind="task", created_at=time.time(),

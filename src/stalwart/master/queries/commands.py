@@ -29,11 +29,13 @@ def insert(conn: Conn, *, description: str, owner: str, config: dict[str, Any], 
     return int(key[0])
 
 
-def in_id_order(conn: Conn, state: str | None = None) -> list[Row]:
-    """Every command by id; only those in `state` when it is given."""
+def in_id_order(conn: Conn, state: str | None = None, workspaces: set[int] | None = None) -> list[Row]:
+    """Every command by id; only those in `state` when it is given, and in `workspaces` when they are given."""
     q = sa.select(t.commands).order_by(_CMD.id)
     if state is not None:
         q = q.where(_CMD.state == state)
+    if workspaces is not None:
+        q = q.where(_CMD.project_id.in_(sa.select(t.projects.c.id).where(t.projects.c.workspace_id.in_(workspaces))))
     return list(conn.execute(q).mappings().all())
 
 
@@ -55,9 +57,10 @@ def set_ended(conn: Conn, cmd_id: int, *, state: str, ended_at: float) -> None:
 
 
 def names(conn: Conn, state: str) -> dict[int, dict[str, Any]]:
-    """Command id -> {id, description, owner} of the commands in `state`."""
+    """Command id -> {id, description, owner, workspace_id} of the commands in `state`."""
     return {r["id"]: dict(r) for r in conn.execute(
-        sa.select(_CMD.id, _CMD.description, _CMD.owner).where(_CMD.state == state)).mappings()}
+        sa.select(_CMD.id, _CMD.description, _CMD.owner, t.projects.c.workspace_id)
+        .join(t.projects, t.projects.c.id == _CMD.project_id).where(_CMD.state == state)).mappings()}
 
 
 def log_lines(conn: Conn, cmd_id: int, after_id: int, limit: int) -> list[dict[str, Any]]:

@@ -164,8 +164,10 @@ def stopping_ids(conn: Conn) -> list[int]:
 
 
 def live_names(conn: Conn) -> dict[int, dict[str, Any]]:
-    """Experiment id -> {id, name, owner} of every experiment not COMPLETED, CANCELED or ERROR (the job queue's)."""
+    """Experiment id -> {id, name, owner, workspace_id} of every experiment not COMPLETED, CANCELED or ERROR (the
+    job queue's)."""
     ended = [s.value for s in (S.COMPLETED, S.CANCELED, S.ERROR)]
     return {r["id"]: dict(r) for r in conn.execute(
-        sa.select(t.experiments.c.id, t.experiments.c.name, t.experiments.c.owner)
+        sa.select(t.experiments.c.id, t.experiments.c.name, t.experiments.c.owner, t.projects.c.workspace_id)
+        .join(t.projects, t.projects.c.id == t.experiments.c.project_id)
         .where(t.experiments.c.state.notin_(ended))).mappings()}

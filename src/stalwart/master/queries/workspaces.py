@@ -258,6 +258,11 @@ def delete_assignment(conn: Conn, assignment_id: int) -> None:
     conn.execute(t.role_assignments.delete().where(_R.id == assignment_id))
 
 
+def count_assignments(conn: Conn) -> int:
+    """How many role assignments there are (to users and groups, on workspaces and the cluster)."""
+    return int(conn.execute(sa.select(sa.func.count()).select_from(t.role_assignments)).scalar() or 0)
+
+
 # -- pool bindings -------------------------------------------------------------------------------------
 def bindings(conn: Conn, pool: str | None = None) -> dict[str, list[int]]:
     """Workspace ids bound to each pool (only pools with a binding appear)."""

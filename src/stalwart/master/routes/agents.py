@@ -1,7 +1,9 @@
-"""/api/v1/agents and /api/v1/task/logs: agent registration, the action long-poll, listing, log intake."""
+"""/api/v1/agents and /api/v1/task/logs: agent enrollment and registration, the action long-poll, listing, agents'
+credentials (list, revoke), log intake."""
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Annotated, Any
 
@@ -9,9 +11,11 @@ from fastapi import APIRouter, Path, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from stalwart.api.errors import InvalidRequest
-from stalwart.api.models.agents import DisableAgent, RegisterAgent
+from stalwart.api.models.agents import DisableAgent, RegisterAgent, RevokeAgentCredential
 from stalwart.master import views
-from stalwart.master.cluster import agents
+from stalwart.master.allocations import env
+from stalwart.master.cluster import agents, credentials
+from stalwart.master.identity import authz
 from stalwart.master.log_rows import Row as LogRow, body_rows
 from stalwart.master.logs import store_rows
 from stalwart.master.queries import agents as agent_rows, containers as container_rows
@@ -29,7 +33,10 @@ Known = Annotated[list[str] | None, Query(description="allocations the agent alr
 
 @route(router, "POST", "/agents")
 async def register(request: Request, payload: RegisterAgent) -> dict[str, Any]:
-    return agents.register(master(request), payload.model_dump(), request.client.host if request.client else None)
+    """Enrollment (the cluster token: the answer carries the agent's new credential) or a registration of the agent
+    whose credential came."""
+    peer = request.client.host if request.client else None
+    return agents.register(master(request), payload.model_dump(), peer, request.state.agent_id)
 
 
 @route(router, "GET", "/agents/{agent_id}/actions")
@@ -47,6 +54,7 @@ async def actions(request: Request, agent_id: AgentPath, timeout: PollSeconds = 
         # answer well within agent_timeout: each poll is the agent's heartbeat, and its lease (agent/fencing.py)
         # must outlast a master restart counted from the last poll sent
         await m.signals.wait(f"agent:{agent_id}", min(timeout, 60, m.settings.agent_timeout_s / 6))
+        credentials.authenticate(m, request)  # revoked while it waited: no start order goes out
         out = agents.pending_actions(m, agent_id, handled)
     return out
 
@@ -69,6 +77,18 @@ async def enable(request: Request, agent_id: AgentPath) -> dict[str, Any]:
 async def disable(request: Request, agent_id: AgentPath, payload: DisableAgent) -> dict[str, Any]:
     """Draining (`drain`) lets running tasks finish; otherwise ({} too) they are preempted or killed."""
     return {"agent": agents.set_enabled(master(request), agent_id, False, payload.drain)}
+
+
+@route(router, "GET", "/agents/credentials")
+async def list_credentials(request: Request) -> dict[str, Any]:
+    """Every agent's credential: created, last used, revoked (never the credential itself)."""
+    return {"credentials": credentials.listing(master(request))}
+
+
+@route(router, "POST", "/agents/{agent_id}/revoke")
+async def revoke(request: Request, agent_id: AgentPath, payload: RevokeAgentCredential) -> dict[str, Any]:
+    """Cut an agent off: its credential is refused from its next call on; it is lost after agent_timeout."""
+    return {"credential": credentials.revoke(master(request), agent_id, payload.reenroll)}
 
 
 @route(router, "GET", "/slots")
@@ -96,7 +116,8 @@ async def list_slots(request: Request) -> dict[str, Any]:
 async def task_logs(request: Request) -> dict[str, Any]:
     """Body (`TaskLogs`): {"logs": [{log, timestamp, stdtype, trial_id, allocation_id, ...}]} and/or (what agents
     send) {"runs": [{allocation_id, trial_id, agent_id, rank_id, stdtype, source, level, lines: [[timestamp, text]]}]},
-    from an agent (cluster token) or a trial (allocation token: the lines are filed under its allocation).
+    from an agent (its credential: only lines of its own allocations, filed under them) or a trial (allocation
+    token: the lines are filed under its allocation).
 
     The body is parsed and checked in a worker thread (master/log_rows.py, which accepts what `TaskLogs` accepts,
     faster); the rows go in with one transaction per batch: from the worker thread on PostgreSQL, on the event loop
@@ -105,11 +126,16 @@ async def task_logs(request: Request) -> dict[str, Any]:
     agent's batch takes tens of ms to insert."""
     m = master(request)
     allocation_id: str | None = request.state.allocation_id
+    if allocation_id is not None:  # a trial's own lines: only while its allocation lives
+        authz.require_live_allocation(m, allocation_id)
     rows = await run_in_threadpool(_rows, await request.body())
+    if request.state.agent_id is not None:  # an agent's lines: only its own allocations', filed under them
+        rows = await run_in_threadpool(credentials.own_log_rows, m, request.state.agent_id, rows)
+    masked = functools.partial(env.secrets_of, m)  # the tokens a task was given never reach its stored logs
     if m.db.is_sqlite:
-        n = store_rows(m.db, rows, allocation_id)
+        n = store_rows(m.db, rows, allocation_id, masked)
     else:
-        n = await run_in_threadpool(store_rows, m.db, rows, allocation_id)
+        n = await run_in_threadpool(store_rows, m.db, rows, allocation_id, masked)
     return {"accepted": n}
 
 

@@ -10,7 +10,9 @@ from fastapi import APIRouter, Path, Query, Request
 from stalwart.api.errors import ForbiddenError, NotFoundError
 from stalwart.api.models.allocations import Exited, Started
 from stalwart.master.allocations import lifecycle
+from stalwart.master.cluster import credentials
 from stalwart.master.experiments import intake
+from stalwart.master.identity import authz
 from stalwart.master.queries import allocations as allocation_rows
 from stalwart.master.routes.common import master
 from stalwart.master.routes.contract import route
@@ -27,7 +29,9 @@ def _own(request: Request, allocation_id: str) -> Master:
     """The master, once the caller's allocation token is this allocation's (the route checked the token)."""
     if request.state.allocation_id != allocation_id:
         raise ForbiddenError(f"this allocation token is not for allocation {allocation_id}")
-    return master(request)
+    m = master(request)
+    authz.require_live_allocation(m, allocation_id)
+    return m
 
 
 @route(router, "GET", "/{allocation_id}/signals/preemption")
@@ -58,11 +62,13 @@ async def context(request: Request, allocation_id: AllocationPath) -> dict[str, 
 
 @route(router, "POST", "/{allocation_id}/started")
 async def started(request: Request, allocation_id: AllocationPath, payload: Started) -> dict[str, Any]:
+    credentials.check_body_agent(request.state.agent_id, payload.agent_id)
     return lifecycle.mark_started(master(request), payload.agent_id, allocation_id, payload.pid)
 
 
 @route(router, "POST", "/{allocation_id}/exited")
 async def exited(request: Request, allocation_id: AllocationPath, payload: Exited) -> dict[str, Any]:
+    credentials.check_body_agent(request.state.agent_id, payload.agent_id)
     m = master(request)
     lifecycle.mark_exited(m, payload.agent_id, allocation_id, payload.exit_code, agent_lost=payload.agent_lost)
     m.wake_scheduler()

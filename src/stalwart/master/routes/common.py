@@ -52,12 +52,6 @@ def owner_of_new(request: Request, asked: str | None) -> str:
     return me
 
 
-def agent_only(request: Request) -> Master:
-    m = master(request)
-    tokens.require_cluster_token(request, m.cluster_token)
-    return m
-
-
 def allocation_of(request: Request) -> tuple[Master, str]:
     m = master(request)
     return m, tokens.require_allocation(request, m.secret)

@@ -3,9 +3,9 @@
 `route(router, method, path)` registers a handler with what its table entry says: the response model
 and every error answer (documented in OpenAPI, bodies of `ErrorBody`), the content type of non-JSON
 and streaming answers, and the auth kind. The auth kind is enforced here, once, as a dependency:
-cluster routes need the cluster token, allocation routes an allocation token (its id is left in
-`request.state.allocation_id`), user routes a user's session or access token and the permission their entry
-names (`identity.authz.check_route`; the caller's identity is left in `request.state.identity`).
+cluster routes an agent's own credential (the cluster token only enrolls), allocation routes an allocation token
+(its id is left in `request.state.allocation_id`), user routes a user's session or access token and the permission
+their entry names (`identity.authz.check_route`; the caller's identity is left in `request.state.identity`).
 
 `openapi_document(app)` finishes the generated document: security schemes, each operation's
 `security` and `x-auth-kind`, and the streaming/HTML content types FastAPI cannot infer.
@@ -23,9 +23,9 @@ from pydantic import BaseModel
 
 from stalwart.api.auth_kinds import AuthKind
 from stalwart.api.models.errors import RouteNotFound
-from stalwart.api.permissions import Rule
 from stalwart.api.routes_table import BY_KEY, HTML, JSON, RouteSpec, lookup
 from stalwart.master.auth import tokens
+from stalwart.master.cluster import credentials
 from stalwart.master.identity import audit, authz, sessions
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -37,13 +37,15 @@ ERROR_DESCRIPTIONS = {
     404: "not found",
     409: "the object cannot do this in its current state",
     413: "request body over limits.max_request_body",
+    429: "too many failed logins for the name or from the address, or password checks at once: wait Retry-After s",
     503: "not ready yet (the metrics index is still being built): ask again shortly",
     500: "unexpected master error (the connection stays usable)",
 }
 
 SECURITY_SCHEMES: dict[str, dict[str, Any]] = {
     "clusterToken": {"type": "http", "scheme": "bearer",
-                     "description": "the cluster token agents present (the master home's cluster-token file)"},
+                     "description": "an agent's own credential (given when it enrolls); the cluster token (the master "
+                                    "home's cluster-token file) only on POST /api/v1/agents, to enroll"},
     "allocationToken": {"type": "apiKey", "in": "header", "name": tokens.ALLOCATION_HEADER,
                         "description": "the token of one allocation, given to its trial processes"},
     "userSession": {"type": "http", "scheme": "bearer",
@@ -57,7 +59,10 @@ def _master_of(request: Request) -> Any:
 
 
 async def require_cluster(request: Request) -> None:
-    tokens.require_cluster_token(request, _master_of(request).cluster_token)
+    """An agent's own credential (its id is left in `request.state.agent_id`), for the agent or allocation the path
+    names; the bare cluster token only on enrollment (`agent_id` None). Headers and path only: callable before the
+    body is read, on a request built from the ASGI scope (`cluster.credentials.authenticate`)."""
+    request.state.agent_id = credentials.authenticate(_master_of(request), request)
 
 
 async def require_allocation(request: Request) -> None:
@@ -65,24 +70,20 @@ async def require_allocation(request: Request) -> None:
 
 
 async def require_cluster_or_allocation(request: Request) -> None:
-    """Agents ship task logs with the cluster token; a trial ships its own with its allocation token."""
+    """Agents ship task logs with their own credential (the handler checks the allocations the body names); a trial
+    ships its own with its allocation token."""
     m = _master_of(request)
     if request.headers.get(tokens.ALLOCATION_HEADER):
         request.state.allocation_id = tokens.require_allocation(request, m.secret)
+        request.state.agent_id = None
     else:
-        tokens.require_cluster_token(request, m.cluster_token)
+        request.state.agent_id = credentials.authenticate(m, request)
         request.state.allocation_id = None
 
 
 def user_check(spec: RouteSpec) -> Callable[[Request], Awaitable[None]]:
     """The check of one user route: a live session (401), then the route's permission on its target (403)."""
-    permission = spec.permission
-    if permission is None:
-        raise ValueError(f"{spec.method} {spec.path}: a user route without a permission")
-    if (permission.basic is Rule.OWNER and not authz.target_key_in(spec.path)
-            and spec.key not in authz.CHECKED_BY_HANDLER):
-        raise ValueError(f"{spec.method} {spec.path}: {permission.name} is granted to owners, but the path names no "
-                         "object whose owner the check can find (add it to identity.authz)")
+    authz.check_declaration(spec)  # a route whose scope the check could not decide is never registered
 
     async def require_user(request: Request) -> None:
         m = _master_of(request)
@@ -91,7 +92,7 @@ def user_check(spec: RouteSpec) -> Callable[[Request], Awaitable[None]]:
         ident = sessions.authenticate(m, request)
         request.state.identity = ident
         audit.mark(request, ident.username, target)
-        authz.check_route(m, ident, permission, request.path_params)
+        authz.check_route(m, ident, spec, request.path_params, request.query_params)
 
     return require_user
 
@@ -101,9 +102,14 @@ def user_or_allocation(spec: RouteSpec) -> Callable[[Request], Awaitable[None]]:
     session with the route's permission."""
     as_user = user_check(spec)
 
+    if spec.path_values != ("exp_id",):
+        raise ValueError(f"{spec.method} {spec.path}: an allocation token may read only its own experiment, so a "
+                         "route it may call names exactly one experiment (exp_id)")
+
     async def check(request: Request) -> None:
         if request.headers.get(tokens.ALLOCATION_HEADER):
             await require_allocation(request)
+            authz.check_allocation_reads(_master_of(request), request.state.allocation_id, request.path_params)
         else:
             await as_user(request)
 

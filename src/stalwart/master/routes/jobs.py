@@ -1,4 +1,7 @@
-"""/api/v1/jobs: the job queue (list in queue order, priority, weight, pool, moves) and `e set` shortcuts."""
+"""/api/v1/jobs: the job queue (list in queue order, priority, weight, pool, moves) and `e set` shortcuts.
+
+Everyone sees the whole queue, since everyone's place in it depends on the others; a job whose experiment or command
+the caller may not view is shown anonymously (`limited`: its place, pool, state and slots only)."""
 
 from __future__ import annotations
 
@@ -6,7 +9,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 
+from stalwart.api import permissions as P
 from stalwart.api.models.jobs import MoveJob, SetPool, SetPriority, SetWeight, UpdateJob
+from stalwart.master.identity import authz
 from stalwart.master.routes.common import IdPath, master
 from stalwart.master.routes.contract import route
 from stalwart.master.scheduling import jobs
@@ -17,14 +22,34 @@ JobPath = Annotated[str, Path(min_length=1, max_length=64, description="a job id
 PoolQuery = Annotated[str | None, Query(max_length=255, description="only the jobs of this resource pool")]
 
 
+LIMITED_KEYS = ("job_id", "type", "workspace_id", "state", "priority", "weight", "max_slots", "queue_position",
+                "resource_pool", "slots_requested", "slots_allocated", "submitted_at")
+"""What an anonymous entry of the queue shows."""
+
+
+def _as_seen_by(request: Request, listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The jobs as the caller may see them: those of experiments and commands it may not view, anonymously."""
+    m, ident = master(request), request.state.identity
+    seen = {jobs.EXPERIMENT: authz.viewable_workspaces(m, ident, P.VIEW_EXPERIMENTS),
+            jobs.COMMAND: authz.viewable_workspaces(m, ident, P.VIEW_TASKS)}
+    out = []
+    for job in listed:
+        workspaces = seen.get(job["type"])
+        if workspaces is None or job["workspace_id"] in workspaces:
+            out.append(job)
+        else:
+            out.append({**{k: job[k] for k in LIMITED_KEYS}, "limited": True})
+    return out
+
+
 @route(router, "GET", "/jobs")
 async def list_jobs(request: Request, resource_pool: PoolQuery = None) -> dict[str, Any]:
-    return {"jobs": jobs.list_jobs(master(request), resource_pool)}
+    return {"jobs": _as_seen_by(request, jobs.list_jobs(master(request), resource_pool))}
 
 
 @route(router, "GET", "/jobs/{job_id}")
 async def get_job(request: Request, job_id: JobPath) -> dict[str, Any]:
-    return {"job": jobs.get_job(master(request), job_id)}
+    return {"job": _as_seen_by(request, [jobs.get_job(master(request), job_id)])[0]}
 
 
 @route(router, "POST", "/jobs/{job_id}/priority")
@@ -51,7 +76,7 @@ async def update(request: Request, job_id: JobPath, payload: UpdateJob) -> dict[
 @route(router, "POST", "/jobs/{job_id}/move")
 async def move(request: Request, job_id: JobPath, payload: MoveJob) -> dict[str, Any]:
     """{"ahead_of": JOB_ID} or {"behind_of": JOB_ID}."""
-    return {"jobs": jobs.move_job(master(request), job_id, payload.ahead_of, payload.behind_of)}
+    return {"jobs": _as_seen_by(request, jobs.move_job(master(request), job_id, payload.ahead_of, payload.behind_of))}
 
 
 def _entity_job(request: Request, kind: str, entity_id: int, payload: UpdateJob) -> dict[str, Any]:

@@ -3,8 +3,10 @@
 POST /login checks the password (`identity.accounts.login`) and answers a 303 to the page asked for (`next`, a
 path of this master only) with two cookies: the session (`sessions.COOKIE`: HttpOnly, SameSite=Lax) and its
 CSRF token (`sessions.CSRF_COOKIE`: readable by the page's scripts, which echo it as `X-CSRF-Token` on every call
-that changes something). POST /logout ends the session and clears both. A page asked for without a session is
-answered by `login_redirect` (ui.install's error handler): a 303 to /login?next=<the page>.
+that changes something). A name or an address in back-off after failed logins gets the form again with a 429, its
+Retry-After header and the wait in its message (identity/login_guard.py). POST /logout ends the session and clears
+both. A page asked for without a session is answered by `login_redirect` (ui.install's error handler): a 303 to
+/login?next=<the page>.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from urllib.parse import parse_qs, quote, urlsplit
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from stalwart.api.errors import AuthError, ForbiddenError
-from stalwart.master.identity import accounts, audit, sessions
+from stalwart.api.errors import AuthError, ForbiddenError, TooManyRequests
+from stalwart.master.identity import accounts, audit, login_guard, sessions
+from stalwart.master.identity.passwords import MAX_PASSWORD
 from stalwart.master.identity.sessions import Identity
 from stalwart.master.routes.common import master
 from stalwart.master.routes.contract import route
@@ -74,22 +77,39 @@ async def _form(request: Request) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
 
 
+def _bad_form(username: str, password: str) -> str | None:
+    """What is wrong with the form's fields (None: nothing)."""
+    if not username:
+        return "user name: required"
+    if len(username) > MAX_NAME:
+        return f"user name: at most {MAX_NAME} characters"
+    if len(password) > MAX_PASSWORD:
+        return f"password: at most {MAX_PASSWORD} characters"
+    return None
+
+
 @route(router, "POST", "/login")
 async def login(request: Request) -> Response:
     """The sign-in form's post (username, password, next): a 303 to `next` with the session cookies, or the form
-    again with the reason (401 wrong name or password, 403 an inactive user, 400 a form without a user name)."""
+    again with the reason (401 wrong name or password, 403 an inactive user, 400 a form without a user name or
+    with a password too long, 429 in back-off after failed logins: wait the Retry-After header's seconds)."""
     form = await _form(request)
     next_path = safe_next(form.get("next"))
     username = form.get("username", "").strip()
-    if not username or len(username) > MAX_NAME:
-        why = "user name: required" if not username else f"user name: at most {MAX_NAME} characters"
+    password = form.get("password", "")
+    why = _bad_form(username, password)
+    if why is not None:
         return _login_page(request, next_path, error=f"{why} (post the form's username and password fields)",
                            username=username[:MAX_NAME], status=400)
     audit.mark(request, username, f"user {username}")
     try:
-        token, _user = await accounts.login(master(request), username, form.get("password", ""), is_hashed=False)
-    except (AuthError, ForbiddenError) as err:
-        return _login_page(request, next_path, error=err.message, username=username, status=err.http_status)
+        token, _user = await accounts.login(master(request), username, password, is_hashed=False,
+                                            client=login_guard.client_address(request))
+    except (AuthError, ForbiddenError, TooManyRequests) as err:
+        page = _login_page(request, next_path, error=err.message, username=username, status=err.http_status)
+        if isinstance(err, TooManyRequests):
+            page.headers["Retry-After"] = str(err.retry_after_s)
+        return page
     response = RedirectResponse(next_path, status_code=303, headers=dict(pages.SECURITY_HEADERS))
     set_session_cookies(request, response, token)
     return response

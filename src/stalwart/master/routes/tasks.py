@@ -108,9 +108,11 @@ async def kill(request: Request, cmd_id: IdPath) -> dict[str, Any]:
 
 @route(router, "GET", "/tasks")
 async def list_tasks(request: Request, show_all: ShowAll = False) -> dict[str, Any]:
+    """The tasks of the workspaces the caller may view tasks in."""
     m = master(request)
+    seen = authz.viewable_workspaces(m, request.state.identity, P.VIEW_TASKS)
     with m.db.begin() as conn:
-        cmds = command_rows.in_id_order(conn, None if show_all else commands.ACTIVE)
+        cmds = command_rows.in_id_order(conn, None if show_all else commands.ACTIVE, seen)
         pools = job_rows.pools_by_entity(conn, jobs.COMMAND)
         allocs = {c["id"]: commands.allocation_of(conn, c["id"]) for c in cmds}
     return {"tasks": [commands.view(c, allocs[c["id"]], pools.get(c["id"])) for c in cmds]}

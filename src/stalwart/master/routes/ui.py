@@ -20,9 +20,10 @@ from fastapi.responses import RedirectResponse, Response, StreamingResponse
 from stalwart.api import permissions as P
 from stalwart.api.errors import InvalidRequest, NotFoundError, StalwartError
 from stalwart.api.models.common import MAX_ID
-from stalwart.master.identity import authz
+from stalwart.api.routes_table import lookup
+from stalwart.master.identity import authz, sessions
 from stalwart.master.identity.sessions import Identity
-from stalwart.master.queries import users as user_queries
+from stalwart.master.queries import users as user_queries, workspaces as workspace_queries
 from stalwart.master.routes.common import IdPath, master
 from stalwart.master.routes.contract import route
 from stalwart.master.service import Master
@@ -71,7 +72,7 @@ def _builder(request: Request, page: Page, ident: int | None, params: dict[str, 
         scope = _experiment_scope(m, caller)
         return lambda: _with_can_edit(m, caller, models.experiments_page(m, _idx(request), workspaces=scope, **params))
     if page == "cluster":
-        return lambda: trial_models.cluster_page(m)
+        return lambda: _cluster_seen_by(m, caller, trial_models.cluster_page(m))
     if ident is None:
         raise InvalidRequest(f"id: required for page={page}")
     if page == "experiment":
@@ -90,6 +91,21 @@ def _experiment_scope(m: Master, caller: Identity) -> set[int] | None:
     """The workspaces whose experiments `caller` may list (with roles, those where it has view_experiments);
     None: every one."""
     return authz.viewable_workspaces(m, caller, P.VIEW_EXPERIMENTS)
+
+
+def _cluster_seen_by(m: Master, caller: Identity, model: dict[str, Any]) -> dict[str, Any]:
+    """The cluster page as `caller` may see it: a slot busy with an experiment it may not view shows only that it
+    is busy."""
+    scope = _experiment_scope(m, caller)
+    if scope is None:
+        return model
+    slots = [s for a in model["agents"] for s in a["slots_detail"] if s["experiment_id"] is not None]
+    with m.db.begin() as conn:
+        places = workspace_queries.workspaces_of_experiments(conn, sorted({s["experiment_id"] for s in slots}))
+    for slot in slots:
+        if places.get(slot["experiment_id"]) not in scope:
+            slot.update(trial_id=None, experiment_id=None, experiment_name=None)
+    return model
 
 
 def _with_can_edit(m: Master, caller: Identity, model: dict[str, Any]) -> dict[str, Any]:
@@ -314,7 +330,7 @@ async def trial_logs(request: Request, trial_id: IdPath, tail: Tail = 1000, leve
 
 @route(router, "GET", "/api/v1/ui/cluster")
 async def cluster_model(request: Request) -> Response:
-    return _json(request, trial_models.cluster_page(master(request)))
+    return _json(request, _builder(request, "cluster", None, {})())
 
 
 @route(router, "GET", "/api/v1/ui/status")
@@ -322,6 +338,19 @@ async def status(request: Request) -> Mapping[str, object]:
     """The metrics index: ready, rows folded, build time, memory."""
     idx: MetricsIndex | None = getattr(request.app.state, "metrics_index", None)
     return idx.status() if idx else {"ready": False}
+
+
+def _still_allowed(request: Request) -> Callable[[], None]:
+    """A check of the stream's caller, again before each model: a session revoked, a user deactivated or a role
+    taken away since the stream opened ends it (with a `failure` event), as it would refuse the next call."""
+    m, caller = master(request), request.state.identity
+    spec = lookup("GET", "/api/v1/ui/events")
+    query = dict(request.query_params)
+
+    def check() -> None:
+        authz.check_route(m, sessions.identity_of(m, caller.token_hash), spec, {}, query)
+
+    return check
 
 
 @route(router, "GET", "/api/v1/ui/events")
@@ -336,12 +365,14 @@ async def events(request: Request, page: Annotated[Page, Query()], id: IdQuery =
     build = _builder(request, page, id, params)
     build()  # a missing id or a bad parameter answers 404/400 here, not inside the stream
     every = min(max(interval, 0.2), 10.0)
+    still_allowed = _still_allowed(request)
 
     async def stream() -> AsyncIterator[str]:
         last, quiet = None, 0.0
         yield "retry: 2000\n\n"
         while True:
             try:
+                still_allowed()
                 body = json.dumps(build(), separators=(",", ":"), allow_nan=False, default=str)
             except StalwartError as err:
                 yield "event: failure\ndata: " + json.dumps(err.to_dict()) + "\n\n"

@@ -11,7 +11,8 @@ from stalwart.api import permissions as P
 from stalwart.api.errors import AuthError, InvalidRequest, NotFoundError
 from stalwart.api.models.common import MAX_ID, Timestamp
 from stalwart.api.models.users import CreateToken, CreateUser, LinkAgentUser, Login, PatchUser, SetPassword, Username
-from stalwart.master.identity import accounts, audit, authz, sessions
+from stalwart.master.allocations import root_guard
+from stalwart.master.identity import accounts, audit, authz, login_guard, sessions
 from stalwart.master.identity.sessions import Identity
 from stalwart.master.queries import users as q
 from stalwart.master.queries.rows import Row
@@ -57,9 +58,11 @@ def token_view(row: Row) -> dict[str, Any]:
 # -- logging in and out -----------------------------------------------------------------------
 @route(router, "POST", "/auth/login")
 async def login(request: Request, payload: Login) -> dict:
-    """A new session: `{token, user}` (Determined's shape). Bad credentials: 401; an inactive user: 403."""
+    """A new session: `{token, user}` (Determined's shape). Bad credentials: 401; an inactive user: 403; in
+    back-off after failed logins for the name or from the address: 429 with Retry-After (docs/users.md)."""
     audit.mark(request, payload.username, f"user {payload.username}")
-    token, user = await accounts.login(master(request), payload.username, payload.password, payload.isHashed)
+    token, user = await accounts.login(master(request), payload.username, payload.password, payload.isHashed,
+                                       client=login_guard.client_address(request))
     return {"token": token, "user": user_view(user)}
 
 
@@ -182,7 +185,9 @@ async def audit_log(request: Request, user: ForUser = None, since: Since = None,
 # -- the OS user a user's tasks run as ----------------------------------------------------------
 @route(router, "POST", "/users/{username}/agent-user")
 async def link_agent_user(request: Request, username: UserPath, payload: LinkAgentUser) -> dict:
-    """Run USERNAME's tasks as this OS user and group on agents that run as root (admins only)."""
+    """Run USERNAME's tasks as this OS user and group on agents that run as root (set_agent_user: admins). Not
+    root (uid or gid 0) unless the master config allows root tasks."""
+    root_guard.check_link(master(request), payload.agentUid, payload.agentGid, "agentUid/agentGid")
     return {"user": _set_agent_user(request, username, {"uid": payload.agentUid, "gid": payload.agentGid,
                                                         "user": payload.agentUser, "group": payload.agentGroup})}
 

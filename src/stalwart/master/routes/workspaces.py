@@ -61,10 +61,18 @@ async def list_workspaces(request: Request, name: NameQuery = None, archived: Ar
         return {"workspaces": spaces.workspace_views(conn, rows)}
 
 
+def _may_set_agent_user(request: Request, fields: dict) -> None:
+    """Naming the OS user a workspace's tasks run as needs set_agent_user (on the whole cluster: admins)."""
+    if fields.get("agentUserGroup") is not None:
+        authz.require(master(request), identity(request), P.SET_AGENT_USER)
+
+
 @route(router, "POST", "/workspaces")
 async def create_workspace(request: Request, payload: CreateWorkspace) -> dict:
+    """A new workspace; an OS user for its tasks (agentUserGroup) needs set_agent_user too."""
     m = master(request)
     fields = payload.model_dump(exclude_unset=True)
+    _may_set_agent_user(request, fields)
     ws_id = spaces.create_workspace(m, payload.name, fields, caller(request))
     return _workspace(m, ws_id)
 
@@ -76,8 +84,11 @@ async def get_workspace(request: Request, workspace_id: IdPath) -> dict:
 
 @route(router, "PATCH", "/workspaces/{workspace_id}")
 async def edit_workspace(request: Request, workspace_id: IdPath, payload: PatchWorkspace) -> dict:
+    """Change a workspace's name or settings (not Uncategorized's); an OS user needs set_agent_user too."""
     m = master(request)
-    spaces.edit_workspace(m, workspace_id, payload.model_dump(exclude_unset=True))
+    fields = payload.model_dump(exclude_unset=True)
+    _may_set_agent_user(request, fields)
+    spaces.edit_workspace(m, workspace_id, fields)
     return _workspace(m, workspace_id)
 
 

@@ -85,6 +85,7 @@ def list_jobs(m: Master, pool: str | None = None) -> list[dict[str, Any]]:
         out.append({
             "job_id": row["id"], "type": row["type"], "entity_id": row["entity_id"],
             "name": entity.get("name") or entity.get("description") or "", "owner": entity["owner"],
+            "workspace_id": entity["workspace_id"],
             "state": state, "priority": row["priority"], "weight": row["weight"], "max_slots": row["max_slots"],
             "queue_position": len(out) + 1, "resource_pool": row["resource_pool"],
             "slots_requested": sum(a[1] for a in live), "slots_allocated": sum(a[1] for a in held),

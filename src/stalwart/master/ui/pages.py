@@ -106,9 +106,14 @@ def is_html_route(request: Request) -> bool:
 
 def static_file(path: str) -> Response:
     """A file under static/ (never outside it), cached for a year: its URL changes when the files do."""
-    target = (STATIC / path).resolve()
-    if not target.is_relative_to(STATIC.resolve()) or not target.is_file():
-        raise NotFoundError(f"no static file {path!r}")
+    try:
+        target = (STATIC / path).resolve()
+        found = target.is_relative_to(STATIC.resolve()) and target.is_file()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL: no such file either
+        found = False
+    if not found:
+        shown = path if len(path) <= 100 else path[:100] + "..."
+        raise NotFoundError(f"no static file {shown!r}")
     return FileResponse(target, media_type=TYPES.get(target.suffix, "application/octet-stream"),
                         headers={"Cache-Control": "public, max-age=31536000, immutable",
                                  "X-Content-Type-Options": "nosniff"})

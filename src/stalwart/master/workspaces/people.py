@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 from stalwart.api import permissions as P
-from stalwart.api.errors import InvalidRequest, InvalidStateError, NotFoundError
+from stalwart.api.errors import ConfigError, InvalidRequest, InvalidStateError, NotFoundError
 from stalwart.master.identity import sessions
 from stalwart.master.queries import users as q, workspaces as wq
 from stalwart.master.queries.rows import Conn, Row
@@ -88,7 +88,14 @@ def _who(conn: Conn, username: str | None, group_name: str | None) -> tuple[int 
 
 def assign(m: Master, role_name: str, username: str | None, group_name: str | None,
            workspace_id: int | None) -> list[Row]:
+    """Assign a role (409 in basic mode, where roles decide nothing); the assignments it made or found."""
     role = get_role(role_name)
+    if m.settings.cluster.security.authz_type != "rbac":
+        raise InvalidStateError(
+            f"not assigned: this master decides permissions in basic mode (security.authz.type is "
+            f"{m.settings.cluster.security.authz_type}), where roles have no effect. Turn RBAC on first: set "
+            f"`security: {{authz: {{type: rbac}}}}` in the master config and restart the master (`stalwart down`, "
+            f"then `stalwart up --config FILE` for the local cluster), then assign {role.name}")
     if workspace_id is not None and not role.workspace_scoped:
         raise InvalidRequest(f"role {role.name} is assigned on the whole cluster only (leave out the workspace)")
     with m.db.begin() as conn:
@@ -120,3 +127,20 @@ def unassign(m: Master, role_name: str, username: str | None, group_name: str | 
             wq.delete_assignment(conn, row["id"])
     sessions.forget_all(m)
     return held
+
+
+def refuse_silent_basic(m: Master) -> None:
+    """A master must not fall back to basic mode by itself while role assignments exist (a restart without its
+    rbac config would switch access control off): ConfigError unless `security.authz.type: basic` is explicit."""
+    security = m.settings.cluster.security
+    if security.authz_type == "rbac" or security.authz_explicit:
+        return
+    with m.db.begin() as conn:
+        count = wq.count_assignments(conn)
+    if count:
+        raise ConfigError(
+            f"refusing to start in basic mode: the database holds {count} role assignment(s) (RBAC was on), but "
+            f"this master's config does not set security.authz.type, so it would fall back to basic mode and "
+            f"switch access control off. Start it with its rbac config (security: {{authz: {{type: rbac}}}}; the "
+            f"local cluster: `stalwart up --config FILE`), or set security.authz.type: basic explicitly to switch "
+            f"RBAC off (the assignments are kept but decide nothing)")

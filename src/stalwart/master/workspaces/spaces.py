@@ -1,8 +1,13 @@
 """Workspaces and projects: create, change, archive, delete, move experiments between projects, and their views.
 
-`Uncategorized` (workspace 1, project 1) always exists: it cannot be renamed, archived or deleted. A workspace
-or project is deleted only when it holds no experiment or command (move or delete them first), so deleting one
-never deletes anyone's work.
+`Uncategorized` (workspace 1, project 1) always exists: it cannot be renamed, archived or deleted, and the workspace's
+settings cannot be changed (as Determined's). A workspace or project is deleted only when it holds no experiment or
+command (move or delete them first), so deleting one never deletes anyone's work.
+
+A workspace's settings are checked as they come: its default checkpoint storage as an experiment's
+`checkpoint_storage` is (`config.storage`), its OS user never root unless the master allows root tasks
+(`allocations.root_guard`). In rbac mode the creator of a workspace gets the role the master config names on it
+(`security.authz.workspace_creator_assign_role`: WorkspaceAdmin by default, as Determined's).
 """
 
 from __future__ import annotations
@@ -11,8 +16,10 @@ import time
 from typing import Any
 
 from stalwart.api.errors import InvalidRequest, InvalidStateError, NotFoundError
+from stalwart.config.storage import validate_checkpoint_storage
+from stalwart.master.allocations import root_guard
 from stalwart.master.identity import sessions
-from stalwart.master.queries import workspaces as wq
+from stalwart.master.queries import users as user_rows, workspaces as wq
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master
 
@@ -63,14 +70,20 @@ def project_view(pj: Row, num_experiments: int = 0) -> dict:
             "createdAt": pj["created_at"], "numExperiments": num_experiments}
 
 
-def _settings(fields: dict[str, Any], pools: list[str]) -> dict[str, Any]:
-    """Workspace columns from request fields (agentUserGroup, checkpointStorageConfig, default pools)."""
+def _settings(m: Master, fields: dict[str, Any]) -> dict[str, Any]:
+    """Workspace columns from request fields (agentUserGroup, checkpointStorageConfig, default pools), each
+    checked: 400 naming the field and what is wrong."""
     out: dict[str, Any] = {}
+    pools = m.settings.cluster.pool_names
     agent = fields.get("agentUserGroup")
     if agent is not None:
+        root_guard.check_link(m, agent["agentUid"], agent["agentGid"], "agentUserGroup")
         out.update({col: agent[k] for k, col in _AGENT_FIELDS})
     if "checkpointStorageConfig" in fields:
-        out["checkpoint_storage"] = fields["checkpointStorageConfig"]
+        storage = fields["checkpointStorageConfig"]
+        if storage is not None:
+            validate_checkpoint_storage(storage, "checkpointStorageConfig")
+        out["checkpoint_storage"] = storage
     for key, col in (("defaultComputePool", "default_compute_pool"), ("defaultAuxPool", "default_aux_pool")):
         if fields.get(key) is not None:
             if fields[key] not in pools:
@@ -81,22 +94,41 @@ def _settings(fields: dict[str, Any], pools: list[str]) -> dict[str, Any]:
 
 
 def create_workspace(m: Master, name: str, fields: dict[str, Any], creator: str) -> int:
+    """A new workspace with its Uncategorized project; in rbac mode its creator gets the configured role on it."""
     with m.db.begin() as conn:
         if wq.workspace_by_name(conn, name) is not None:
             raise InvalidStateError(f"workspace {name} already exists")
         ws_id = wq.insert_workspace(conn, name=name, created_by=creator, created_at=time.time(),
-                                    **_settings(fields, m.settings.cluster.pool_names))
+                                    **_settings(m, fields))
         wq.insert_project(conn, workspace_id=ws_id, name="Uncategorized", description=None, key=None,
                           created_by=creator, created_at=time.time())
+        assigned = _assign_creator(m, conn, ws_id, creator)
+    if assigned:
+        sessions.forget_all(m)  # the creator's roles changed
     return ws_id
+
+
+def _assign_creator(m: Master, conn: Conn, workspace_id: int, creator: str) -> bool:
+    """Give the creator of a new workspace the role `security.authz.workspace_creator_assign_role` names on it
+    (rbac mode only: basic mode has no roles). Whether a role was assigned."""
+    security = m.settings.cluster.security
+    user = user_rows.by_name(conn, creator)
+    if security.authz_type != "rbac" or security.workspace_creator_role is None or user is None:
+        return False
+    wq.insert_assignment(conn, role=security.workspace_creator_role, user_id=user["id"], group_id=None,
+                         workspace_id=workspace_id, created_at=time.time())
+    return True
 
 
 def edit_workspace(m: Master, workspace_id: int, fields: dict[str, Any]) -> None:
     with m.db.begin() as conn:
         ws = get_workspace(conn, workspace_id)
-        values = _settings(fields, m.settings.cluster.pool_names)
+        if ws["immutable"] and fields:
+            raise InvalidStateError(f"workspace {ws['name']} is the default workspace: its name and settings cannot "
+                                    f"be changed; create a workspace of your own for other defaults "
+                                    f"(`stalwart workspace create NAME ...`)")
+        values = _settings(m, fields)
         if fields.get("name") is not None and fields["name"] != ws["name"]:
-            _mutable(ws, "renamed")
             if wq.workspace_by_name(conn, fields["name"]) is not None:
                 raise InvalidStateError(f"workspace {fields['name']} already exists")
             values["name"] = fields["name"]

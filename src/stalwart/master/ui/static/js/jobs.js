@@ -28,7 +28,8 @@ function render(jobs) {
     id: "jobs-table", rowKey: (j) => j.job_id, empty: "The queue is empty.",
     columns: [
       { key: "queue_position", label: "#", numeric: true },
-      { key: "name", label: "Job", render: (j) => (j.type === "EXPERIMENT"
+      { key: "name", label: "Job", render: (j) => (j.limited ? el("span", { class: "muted", text: "another workspace's job" })
+        : j.type === "EXPERIMENT" && j.entity_id != null
         ? el("a", { href: `/experiments/${encodeURIComponent(j.entity_id)}`, text: j.name || j.job_id }) : j.name || j.job_id) },
       { key: "type", label: "Type" }, { key: "owner", label: "Owner" }, { key: "state", label: "State" },
       { key: "resource_pool", label: "Pool" },

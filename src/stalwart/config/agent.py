@@ -1,0 +1,57 @@
+"""The agent config file (`stalwart agent run --config agent.yaml`): what an agent passes on to the tasks it runs.
+
+    task_env_passthrough:      # variables of the agent's own environment its tasks get too (glob patterns)
+      - LD_LIBRARY_PATH
+      - "CUDA_*"
+      - "NCCL_*"
+      - HF_HOME
+
+A task's processes get a clean environment (docs/scheduling.md, "The environment of a task"): a minimal base,
+what Stalwart sets for the task, the experiment config's `environment.environment_variables`, and the agent's
+variables `task_env_passthrough` matches. Left out, the list is `DEFAULT_TASK_ENV_PASSTHROUGH`, which GPU jobs
+need; a list given replaces it. `load_agent_config` raises ConfigError naming the first bad field.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass
+from typing import Any
+
+from stalwart.api.errors import ConfigError
+from stalwart.config._schema import Field, Problems, check_section, list_of, string
+from stalwart.config.source import parse_yaml
+
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+DEFAULT_TASK_ENV_PASSTHROUGH: tuple[str, ...] = ("LD_LIBRARY_PATH", "CUDA_*", "NCCL_*", *PROXY_VARIABLES)
+"""What a task gets of the agent's environment unless the agent's config says otherwise: the CUDA and NCCL
+settings and library path GPU jobs need, and the proxies."""
+
+AGENT_SPEC = {
+    "task_env_passthrough": Field(list_of(string(nonempty=True)), default=lambda: list(DEFAULT_TASK_ENV_PASSTHROUGH)),
+}
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    task_env_passthrough: tuple[str, ...] = DEFAULT_TASK_ENV_PASSTHROUGH
+
+
+def parse_agent_config(data: Any, source: str = "agent config") -> AgentConfig:
+    problems = Problems()
+    cfg = check_section(data, "", AGENT_SPEC, problems)
+    if problems:
+        first, *rest = problems.details
+        raise ConfigError(f"invalid {source}: {first}", details=rest)
+    return AgentConfig(task_env_passthrough=tuple(cfg["task_env_passthrough"]))
+
+
+def load_agent_config(path: str | pathlib.Path) -> AgentConfig:
+    """Read and validate an agent config file; ConfigError (one line naming the field) if it is wrong."""
+    p = pathlib.Path(path)
+    try:
+        text = p.read_text()
+    except OSError as err:
+        raise ConfigError(f"cannot read agent config {p}: {err.strerror or err}") from None
+    data = parse_yaml(text, f"agent config {p}")
+    return parse_agent_config(data or {}, f"agent config {p}")

@@ -1,0 +1,254 @@
+"""The world the authorization conformance suite calls routes in: a real master (the app served by uvicorn in a
+thread, on SQLite or PostgreSQL, in rbac mode) with two workspaces and one of every object a route can name.
+
+Workspace W holds experiment E (a live trial with a live allocation and a checkpoint), command K, project P and
+their jobs; workspace W2 holds experiment E2 (another experiment's allocation). Experiment E3 in W has an allocation
+that has ended. The agent is the test itself, speaking the agent protocol over HTTP with its own credential. Names of
+W's objects carry `SECRET`: a caller who may not view W must never read it. One user per kind of caller holds the
+roles `CALLERS` gives it; `tess` owns the account objects (her account, her access token).
+"""
+
+from __future__ import annotations
+
+import base64
+import pathlib
+import threading
+import time
+import uuid as uuidlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import sqlalchemy as sa
+import uvicorn
+
+from helpers_auth import as_admin, bearer, log_in
+from stalwart.config.master import parse_master_config
+from stalwart.context import pack_context
+from stalwart.db import tables as t
+from stalwart.master.app import create_app
+from stalwart.master.auth import tokens
+from stalwart.master.settings import MasterSettings
+from stalwart.testing import free_port
+
+SECRET = "SECRET-7f3a"
+"""In the names of W's experiments, commands and projects: what a caller who may not view W must never read."""
+
+CALLERS: dict[str, tuple[tuple[str, str | None], ...]] = {
+    "no role": (),
+    "a role elsewhere": (("WorkspaceAdmin", "W2"),),
+    "Viewer": (("Viewer", "W"),),
+    "Editor": (("Editor", "W"),),
+    "WorkspaceAdmin": (("WorkspaceAdmin", "W"),),
+    "ClusterAdmin": (("ClusterAdmin", None),),
+}
+"""Each kind of caller: its roles, each on workspace W, on W2, or (None) on the whole cluster."""
+
+PASSWORD = "conformance-pw"
+EXPERIMENT = """name: {name}
+entrypoint: python3 train.py
+workspace: {workspace}
+project: {project}
+searcher: {{name: single, metric: loss, max_length: {{batches: 10}}}}
+"""
+
+
+def user_of(caller: str) -> str:
+    return "caller-" + caller.lower().replace(" ", "-")
+
+
+@dataclass
+class World:
+    """The served master, the admin's client, one client per caller, and the objects routes name."""
+
+    url: str
+    app: Any
+    admin: httpx.Client
+    callers: dict[str, httpx.Client]
+    values: dict[str, str]
+    workspaces: dict[str, int]
+    agent_headers: dict[str, str]
+    cluster_token: str
+    allocations: dict[str, str] = field(default_factory=dict)  # E, E2, E3 -> allocation id
+    trials: dict[str, int] = field(default_factory=dict)
+    context: str = ""
+    serial: Iterator[int] = field(default_factory=lambda: iter(range(1, 1_000_000)))
+
+    @property
+    def master(self) -> Any:
+        return self.app.state.master
+
+    def allocation_token(self, which: str) -> dict[str, str]:
+        return {tokens.ALLOCATION_HEADER: self.master.allocation_token(self.allocations[which])}
+
+    def client(self, token: str | None = None) -> httpx.Client:
+        client = httpx.Client(base_url=self.url, timeout=30)
+        if token:
+            client.headers.update(bearer(token))
+        return client
+
+    def fresh_session(self, caller: str) -> httpx.Client:
+        """A client with a new session of `caller` (for the calls that end their session)."""
+        with httpx.Client(base_url=self.url, timeout=30) as plain:
+            token = log_in(plain, user_of(caller), PASSWORD)
+        return self.client(token)
+
+    def new_experiment(self, where: str = "W", *, activate: bool = False) -> int:
+        project = "proj-" + SECRET if where == "W" else "proj-two"
+        name = f"exp-{SECRET}-{next(self.serial)}" if where == "W" else f"other-{next(self.serial)}"
+        made = ok(self.admin.post("/api/v1/experiments", json={
+            "config": EXPERIMENT.format(name=name, workspace=f"team-{where.lower()}", project=project),
+            "context": self.context, "activate": activate}))
+        return int(made["experiment"]["id"])
+
+    def new_trial(self) -> int:
+        exp_id = self.new_experiment(activate=True)
+        trials = ok(self.admin.get(f"/api/v1/experiments/{exp_id}/trials"))["trials"]
+        return int(trials[0]["id"])
+
+    def new_command(self) -> int:
+        made = ok(self.admin.post("/api/v1/commands", json={"config": {
+            "entrypoint": ["sleep", "600"], "description": f"cmd-{SECRET}-{next(self.serial)}",
+            "workspace": "team-w", "project": "proj-" + SECRET}}))
+        return int(made["command"]["id"])
+
+    def new_token(self) -> int:
+        made = ok(self.admin.post("/api/v1/tokens", json={"username": "tess", "description": "tess's automation"}))
+        return int(made["tokenInfo"]["id"])
+
+    def new_group(self) -> str:
+        name = f"group-{next(self.serial)}"
+        ok(self.admin.post("/api/v1/groups", json={"name": name}))
+        return name
+
+    def repair(self) -> None:
+        """Undo what an allowed call may have changed that later calls need: W and P open."""
+        self.admin.post(f"/api/v1/workspaces/{self.workspaces['W']}/unarchive", json={})
+        self.admin.post(f"/api/v1/projects/{self.values['project_id']}/unarchive", json={})
+
+
+def ok(reply: httpx.Response) -> Any:
+    assert reply.status_code == 200, f"{reply.request.method} {reply.request.url}: {reply.status_code} {reply.text}"
+    return reply.json()
+
+
+def _serve(app: Any) -> tuple[uvicorn.Server, threading.Thread, str]:
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
+    thread = threading.Thread(target=server.run, name="conformance-master", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the master did not start"
+        time.sleep(0.05)
+    return server, thread, f"http://127.0.0.1:{server.config.port}"
+
+
+def _live_allocation(world: World, exp_id: int) -> tuple[str, int]:
+    """The allocation of the experiment's trial, once the scheduling pass has made it."""
+    deadline = time.monotonic() + 30
+    with world.master.db.begin() as conn:
+        trial_id = conn.execute(sa.select(t.trials.c.id).where(t.trials.c.experiment_id == exp_id)).scalar_one()
+    while time.monotonic() < deadline:
+        with world.master.db.begin() as conn:
+            found = conn.execute(sa.select(t.allocations.c.id).where(t.allocations.c.trial_id == trial_id)).scalar()
+        if found is not None:
+            return str(found), int(trial_id)
+        time.sleep(0.1)
+    raise AssertionError(f"experiment {exp_id} got no allocation")
+
+
+def _people(world: World) -> None:
+    ok(world.admin.post("/api/v1/users", json={"username": "tess", "password": PASSWORD}))
+    for caller, roles in CALLERS.items():
+        name = user_of(caller)
+        ok(world.admin.post("/api/v1/users", json={"username": name, "password": PASSWORD}))
+        for role, where in roles:
+            assignment: dict[str, Any] = {"role": role, "username": name}
+            if where is not None:
+                assignment["workspaceId"] = world.workspaces[where]
+            ok(world.admin.post("/api/v1/rbac/assignments", json=assignment))
+        with httpx.Client(base_url=world.url, timeout=30) as plain:
+            world.callers[caller] = world.client(log_in(plain, name, PASSWORD))
+
+
+def _places(world: World) -> None:
+    for where in ("W", "W2"):
+        made = ok(world.admin.post("/api/v1/workspaces", json={"name": f"team-{where.lower()}"}))
+        world.workspaces[where] = int(made["workspace"]["id"])
+    project = ok(world.admin.post(f"/api/v1/workspaces/{world.workspaces['W']}/projects",
+                                  json={"name": "proj-" + SECRET}))
+    ok(world.admin.post(f"/api/v1/workspaces/{world.workspaces['W2']}/projects", json={"name": "proj-two"}))
+    world.values["project_id"] = str(project["project"]["id"])
+    world.values["workspace_id"] = str(world.workspaces["W"])
+
+
+def _runs(world: World) -> None:
+    """E (live, with a checkpoint), E2 in W2 (live), E3 (its allocation ended)."""
+    for which, where in (("E", "W"), ("E2", "W2"), ("E3", "W")):
+        exp_id = world.new_experiment(where, activate=True)
+        world.allocations[which], world.trials[which] = _live_allocation(world, exp_id)
+        world.values.setdefault("exp_id", str(exp_id))
+    ended = world.allocations["E3"]
+    ok(world.admin.post(f"/api/v1/trials/{world.trials['E3']}/kill", json={}))
+    ok(httpx.post(f"{world.url}/api/v1/allocations/{ended}/exited", headers=world.agent_headers,
+                  json={"agent_id": "a0", "exit_code": -15}))
+    checkpoint = str(uuidlib.uuid4())
+    ok(httpx.post(f"{world.url}/api/v1/checkpoints", headers=world.allocation_token("E"), json={
+        "trial_id": world.trials["E"], "uuid": checkpoint, "metadata": {"steps_completed": 1},
+        "resources": {"w": 1}}))
+    world.values.update(trial_id=str(world.trials["E"]), uuid=checkpoint, allocation_id=world.allocations["E"])
+
+
+def _objects(world: World) -> None:
+    cmd_id = world.new_command()
+    jobs = ok(world.admin.get("/api/v1/jobs"))["jobs"]
+    exp_id = int(world.values["exp_id"])
+    world.values.update(
+        cmd_id=str(cmd_id), task_id=f"command-{cmd_id}", username="tess", token_id=str(world.new_token()),
+        job_id=next(j["job_id"] for j in jobs if j["type"] == "EXPERIMENT" and j["entity_id"] == exp_id),
+        agent_id="a0", pool="default", group_name=world.new_group(), role="Viewer", action="pause",
+        version="0", path="app.css")
+
+
+def build(home: pathlib.Path, db_url: str) -> Iterator[World]:
+    """Serve a master on `db_url` and fill it with the world; stop it afterwards."""
+    cluster = parse_master_config({"security": {"authz": {"type": "rbac"}}})
+    app = create_app(MasterSettings(db_url=db_url, home=home, cluster=cluster, ui_metrics_index=False,
+                                    agent_timeout_s=3600))
+    server, thread, url = _serve(app)
+    admin = httpx.Client(base_url=url, timeout=30)
+    as_admin(admin)
+    m = app.state.master
+    enrolled = ok(httpx.post(f"{url}/api/v1/agents", headers=bearer(m.cluster_token),
+                             json={"agent_id": "a0", "slots": 64}))
+    agent_headers = bearer(enrolled.get("credential") or m.cluster_token)
+    ctx = home / "ctx"
+    ctx.mkdir()
+    (ctx / "train.py").write_text("print('never runs: the agent is the test')\n")
+    world = World(url=url, app=app, admin=admin, callers={}, values={}, workspaces={}, agent_headers=agent_headers,
+                  cluster_token=m.cluster_token, context=base64.b64encode(pack_context(ctx).data).decode())
+    _places(world)
+    _people(world)
+    _runs(world)
+    _objects(world)
+    try:
+        yield world
+    finally:
+        for client in (admin, *world.callers.values()):
+            client.close()
+        server.should_exit = True
+        thread.join(15)
+        m.db.dispose()
+
+
+Factory = Callable[[World], str]
+FRESH: dict[str, Factory] = {
+    "exp_id": lambda w: str(w.new_experiment()),
+    "trial_id": lambda w: str(w.new_trial()),
+    "cmd_id": lambda w: str(w.new_command()),
+    "task_id": lambda w: f"command-{w.new_command()}",
+    "token_id": lambda w: str(w.new_token()),
+    "group_name": lambda w: w.new_group(),
+}
+"""Objects made anew for a call that changes or removes what it names (the world's own stay as they are)."""

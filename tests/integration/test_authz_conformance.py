@@ -1,0 +1,284 @@
+"""The authorization conformance suite (issue 25): generated from the route table, it calls every route the master
+serves as every kind of caller, on SQLite and on PostgreSQL, and checks each answer against what the permission
+table (docs/users.md) and the roles table (docs/workspaces.md) say.
+
+- User routes: for each kind of caller (`authz_world.CALLERS`: no role, a role in another workspace only, Viewer,
+  Editor and WorkspaceAdmin on the objects' workspace W, ClusterAdmin), every object its path or query names is one
+  of W's (or an account or cluster object); the call is refused with a 403 naming the permission exactly when the
+  tables say the caller lacks it, and otherwise passes the check (any answer but 401/403, never a 5xx). A call that
+  passes would change something: it gets a body the route cannot take (so the check, not the handler, decides),
+  or objects made for it.
+- Listings: a caller who may not view W reads nothing of W's (its experiments', commands' and projects' names carry
+  `SECRET`), from any route it may call.
+- Allocation routes: another experiment's allocation token and an ended allocation's token are refused.
+- Objects named by bodies: creating, moving or deleting into or out of W needs the permission on W.
+- Coverage: a route of the table whose path or query values the suite cannot fill fails it, as the master refuses
+  to register a route whose objects the check cannot find (`identity.authz.check_declaration`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterator
+
+import authz_world as aw
+import httpx
+import psycopg
+import pytest
+
+from conftest import PG_ADMIN_URL
+from stalwart.api import permissions as P
+from stalwart.api.auth_kinds import PATH_VALUES, AuthKind, PathValue, Scope
+from stalwart.api.routes_table import HTML, ROUTES, RouteSpec
+from stalwart.master.identity import authz
+
+pytestmark = pytest.mark.integration
+
+USER_ROUTES = [s for s in ROUTES if s.auth is AuthKind.USER]
+QUERIES = {("GET", "/api/v1/ui/events"): {"page": "experiment", "id": "{exp_id}", "interval": "0.2"}}
+"""The query of each route of scope `query`, naming W's objects."""
+NOT_A_BODY = b"[]"
+"""What a call that would change something sends when the check should let it through: no route takes it (400)."""
+
+
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[aw.World]:
+    home = tmp_path_factory.mktemp(f"conformance-{request.param}")
+    if request.param == "sqlite":
+        yield from aw.build(home, f"sqlite:///{home / 'm.db'}")
+        return
+    name = f"stalwart_conformance_{uuid.uuid4().hex[:12]}"
+    admin = PG_ADMIN_URL.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield from aw.build(home, admin.rsplit("/", 1)[0] + "/" + name)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# -- what the tables say --------------------------------------------------------------------------------------
+def expected_allowed(spec: RouteSpec, roles: tuple[tuple[str, str | None], ...]) -> bool:
+    """Does the permission table give a caller with `roles` this route's permission on what the route names (W's
+    objects, tess's account objects, the cluster)?"""
+    permission, scope = spec.permission, spec.scope
+    assert permission is not None and scope is not None
+    if permission in P.ACCOUNT:  # by the basic rules: anyone; or the owner, of one's own things (tess owns the rest)
+        return permission.basic is P.Rule.ANYONE or scope in (Scope.OWN, Scope.BODY)
+    holding = [where for role, where in roles if permission in P.ROLES[role].permissions]
+    if permission in P.CLUSTER_ONLY:
+        return None in holding
+    if scope in (Scope.PATH, Scope.QUERY):
+        return None in holding or "W" in holding
+    return bool(holding)  # a listing, or a call whose body names its objects: the permission anywhere
+
+
+# -- calling a route ------------------------------------------------------------------------------------------
+def _fill(template: str, values: dict[str, str]) -> str:
+    return re.sub(r"\{(\w+)(?::\w+)?\}", lambda m: values[m.group(1)], template)
+
+
+def _changes(spec: RouteSpec) -> bool:
+    return spec.method != "GET"
+
+
+def call(world: aw.World, client: httpx.Client, spec: RouteSpec, values: dict[str, str] | None = None,
+         ) -> tuple[int, str]:
+    """Call the route with the world's objects: (status, the answer's text; none of an endless stream's)."""
+    values = values or world.values
+    query = {k: _fill(v, values) for k, v in QUERIES.get(spec.key, {}).items()}
+    body = NOT_A_BODY if spec.request is not None else None
+    headers = {"content-type": "application/json"} if body is not None else None
+    with client.stream(spec.method, _fill(spec.path, values), params=query, content=body, headers=headers) as reply:
+        endless = spec.streaming and reply.status_code == 200 and "follow" not in str(reply.url)
+        text = "" if endless and spec.content_type == "text/event-stream" else reply.read().decode(errors="replace")
+        return reply.status_code, text
+
+
+def _values_for(world: aw.World, spec: RouteSpec, allowed: bool) -> dict[str, str]:
+    """The world's objects, or new ones for a call that passes and changes (or removes) what it names."""
+    if not (allowed and _changes(spec) and spec.request is None):
+        return world.values
+    return {**world.values, **{k: aw.FRESH[k](world) for k in spec.path_values if k in aw.FRESH}}
+
+
+def _verdict(spec: RouteSpec, status: int, text: str, allowed: bool) -> str | None:
+    """None when the answer is what the tables say; otherwise what is wrong."""
+    assert spec.permission is not None
+    if status >= 500:
+        return f"{status} {text[:300]}"
+    if allowed:
+        return None if status not in (401, 403) else f"refused ({status}) though allowed: {text[:300]}"
+    if status != 403 or spec.permission.name not in text:
+        return f"not refused with a 403 naming {spec.permission.name}: {status} {text[:300]}"
+    return None
+
+
+# -- the suite -------------------------------------------------------------------------------------------------
+def test_every_route_of_the_table_is_covered() -> None:
+    """A route the suite cannot call fails here: every path value is one the world fills, every route of scope
+    `query` has its query, and the master's check knows every object a path or query can name."""
+    filled = set(PATH_VALUES)
+    for spec in ROUTES:
+        assert set(spec.path_values) <= filled, f"{spec.method} {spec.path}: the world has no value for it"
+        if spec.scope is Scope.QUERY:
+            assert spec.key in QUERIES and spec.key in authz.QUERY_OBJECTS, f"{spec.method} {spec.path}"
+    named = {k for k, v in PATH_VALUES.items() if v in (PathValue.WORKSPACE_OBJECT, PathValue.ACCOUNT_OBJECT)}
+    assert named == set(authz.FINDERS)
+    assert set(aw.FRESH) <= named | {"group_name"}
+
+
+def test_the_master_serves_exactly_the_table(world: aw.World) -> None:
+    from fastapi.routing import iter_route_contexts
+
+    served = {(method, route.path) for route in iter_route_contexts(world.app.routes)
+              for method in (getattr(route, "methods", None) or ()) if method != "HEAD"}
+    assert served == {s.key for s in ROUTES}
+
+
+@pytest.mark.parametrize("caller", list(aw.CALLERS))
+def test_each_caller_gets_what_the_permission_table_says(world: aw.World, caller: str) -> None:
+    client = world.callers[caller]
+    wrong: dict[str, str] = {}
+    for spec in USER_ROUTES:
+        allowed = expected_allowed(spec, aw.CALLERS[caller])
+        if spec.scope is Scope.OWN and _changes(spec):  # signing out: a session of its own, ended by the call
+            with world.fresh_session(caller) as own:
+                status, text = call(world, own, spec)
+        else:
+            status, text = call(world, client, spec, _values_for(world, spec, allowed))
+        problem = _verdict(spec, status, text, allowed)
+        if problem is not None:
+            wrong[f"{spec.method} {spec.path}"] = problem
+        if allowed and _changes(spec):
+            world.repair()
+    assert wrong == {}, f"{caller}: {len(wrong)} route(s) answer otherwise than the permission table says: {wrong}"
+
+
+def _readable_routes() -> list[RouteSpec]:
+    return [s for s in USER_ROUTES if s.method == "GET" and s.key not in QUERIES]
+
+
+@pytest.mark.parametrize("caller", ["no role", "a role elsewhere"])
+def test_a_caller_who_may_not_view_w_reads_nothing_of_it(world: aw.World, caller: str) -> None:
+    client = world.callers[caller]
+    leaks = {}
+    for spec in _readable_routes():
+        for show_all in ({}, {"all": "true"}, {"archived": "all"}):
+            with client.stream("GET", _fill(spec.path, world.values), params=show_all) as reply:
+                if spec.content_type == "text/event-stream":
+                    continue
+                text = reply.read().decode(errors="replace")
+            if aw.SECRET in text:
+                leaks[f"GET {spec.path} {show_all}"] = text[max(0, text.index(aw.SECRET) - 200):][:400]
+    for page in ("experiments", "cluster"):
+        text = _first_event(client, page)
+        if aw.SECRET in text:
+            leaks[f"ui/events page={page}"] = text[:400]
+    assert leaks == {}, f"{caller} reads W's objects: {leaks}"
+
+
+def _first_event(client: httpx.Client, page: str) -> str:
+    with client.stream("GET", "/api/v1/ui/events", params={"page": page, "interval": "0.2"}) as reply:
+        if reply.status_code != 200:
+            return reply.read().decode()
+        for line in reply.iter_lines():
+            if line.startswith("data:"):
+                return line
+    return ""
+
+
+def test_a_viewer_of_w_reads_its_objects_in_the_listings(world: aw.World) -> None:
+    """The other side of the test above: the listings do show W's objects to who may view them."""
+    viewer = world.callers["Viewer"]
+    for path in ("/api/v1/experiments", "/api/v1/tasks", "/api/v1/jobs", "/api/v1/ui/experiments"):
+        assert aw.SECRET in viewer.get(path).text, path
+    jobs = aw.ok(world.callers["no role"].get("/api/v1/jobs"))["jobs"]
+    assert jobs and all(j["limited"] and j.get("name") is None and j.get("owner") is None for j in jobs
+                        if j["workspace_id"] == world.workspaces["W"])
+
+
+# -- allocation routes ------------------------------------------------------------------------------------------
+ALLOCATION_ROUTES = [s for s in ROUTES if AuthKind.ALLOCATION in (s.auth, *s.also_auth)]
+ALLOCATION_BODIES = {
+    ("POST", "/api/v1/trials/{trial_id}/metrics"): {"reports": [{"group": "training", "steps_completed": 1,
+                                                                 "metrics": {"x": 1}}]},
+    ("POST", "/api/v1/trials/{trial_id}/progress"): {"progress": 0.5},
+    ("POST", "/api/v1/trials/{trial_id}/early_exit"): {"reason": "INVALID_HP"},
+    ("POST", "/api/v1/checkpoints"): {"trial_id": "{trial_id}", "uuid": "{fresh}", "metadata": {"steps_completed": 2},
+                                      "resources": {"w": 1}},
+    ("POST", "/api/v1/allocations/{allocation_id}/signals/ack_preemption"): None,
+    ("POST", "/api/v1/task/logs"): {"logs": [{"allocation_id": "{allocation_id}", "trial_id": "{trial_id}",
+                                              "timestamp": 1.0, "log": "hi"}]},
+}
+
+
+def _alloc_body(spec: RouteSpec, values: dict[str, str]) -> object:
+    shape = ALLOCATION_BODIES.get(spec.key)
+    if shape is None:
+        return None
+    text = json.dumps(shape).replace("{fresh}", str(uuid.uuid4()))
+    text = re.sub(r'"\{(\w+)\}"', lambda m: json.dumps(int(values[m.group(1)]) if m.group(1) == "trial_id"
+                                                       else values[m.group(1)]), text)
+    return json.loads(text)
+
+
+@pytest.mark.parametrize("whose", ["another experiment's", "an ended allocation's"])
+def test_allocation_routes_take_only_their_own_live_allocation(world: aw.World, whose: str) -> None:
+    """Each route a trial calls, naming E's trial and allocation (or, for an ended one, its own), refuses the token."""
+    token = world.allocation_token("E2" if whose.startswith("another") else "E3")
+    values = dict(world.values)
+    if whose.startswith("an ended"):
+        values.update(trial_id=str(world.trials["E3"]), allocation_id=world.allocations["E3"],
+                      exp_id=str(_experiment_of(world, world.trials["E3"])))
+    wrong = {}
+    for spec in ALLOCATION_ROUTES:
+        url = _fill(spec.path, values)
+        if spec.key == ("POST", "/api/v1/task/logs") and not whose.startswith("an ended"):
+            continue  # a trial's own log lines are filed under its own allocation, whatever the body names
+        reply = httpx.request(spec.method, world.url + url, headers=token, json=_alloc_body(spec, values), timeout=30)
+        if reply.status_code not in (403, 409) or reply.status_code >= 500:
+            wrong[f"{spec.method} {spec.path}"] = f"{reply.status_code} {reply.text[:200]}"
+    assert wrong == {}, wrong
+
+
+def _experiment_of(world: aw.World, trial_id: int) -> int:
+    return int(aw.ok(world.admin.get(f"/api/v1/trials/{trial_id}"))["trial"]["experiment_id"])
+
+
+# -- objects named by bodies ------------------------------------------------------------------------------------
+def test_objects_named_by_bodies_need_the_permission_on_them(world: aw.World) -> None:
+    viewer, elsewhere = world.callers["Viewer"], world.callers["a role elsewhere"]
+    config = aw.EXPERIMENT.format(name="into-w", workspace="team-w", project="proj-" + aw.SECRET)
+    for client, permission in ((viewer, P.CREATE_EXPERIMENTS), (elsewhere, P.CREATE_EXPERIMENTS)):
+        reply = client.post("/api/v1/experiments", json={"config": config, "context": world.context})
+        assert reply.status_code == 403 and permission.name in reply.text, reply.text
+    command = {"entrypoint": ["true"], "workspace": "team-w", "project": "proj-" + aw.SECRET}
+    reply = elsewhere.post("/api/v1/commands", json={"config": command})
+    assert reply.status_code == 403 and P.CREATE_COMMANDS.name in reply.text, reply.text
+    reply = viewer.request("DELETE", "/api/v1/checkpoints", json={"uuids": [world.values["uuid"]]})
+    assert reply.status_code == 403 and P.DELETE_CHECKPOINTS.name in reply.text, reply.text
+    reply = elsewhere.request("DELETE", "/api/v1/checkpoints", json={"uuids": [world.values["uuid"]]})
+    assert reply.status_code == 403 and P.DELETE_CHECKPOINTS.name in reply.text, reply.text
+    reply = elsewhere.post("/api/v1/rbac/assignments", json={
+        "role": "Viewer", "username": "tess", "workspaceId": world.workspaces["W"]})
+    assert reply.status_code == 403 and P.ASSIGN_ROLES.name in reply.text, reply.text
+    # an Editor of W moves nothing into W2, where it has no role; W2's admin takes nothing out of W
+    mine = world.new_experiment()
+    two = aw.ok(world.admin.get(f"/api/v1/workspaces/{world.workspaces['W2']}/projects"))["projects"][0]["id"]
+    reply = world.callers["Editor"].post(f"/api/v1/experiments/{mine}/move", json={"destinationProjectId": two})
+    assert reply.status_code == 403, reply.text
+    reply = elsewhere.post(f"/api/v1/experiments/{mine}/move", json={"destinationProjectId": two})
+    assert reply.status_code == 403 and P.EDIT_EXPERIMENTS.name in reply.text, reply.text
+
+
+def test_pages_refuse_with_a_page(world: aw.World) -> None:
+    """A refused page is an HTML page naming the permission (the UI shows it), not a JSON body."""
+    pages = [s for s in USER_ROUTES if s.content_type == HTML and s.scope is Scope.PATH]
+    assert pages
+    for spec in pages:
+        status, text = call(world, world.callers["no role"], spec)
+        assert status == 403 and "<html" in text.lower(), (spec.path, status, text[:200])
