@@ -60,7 +60,7 @@ async def main(rounds: int, n: int) -> None:
     await accounts.create_user(m, username="alice", display_name=None, admin=False, active=True, password="pw",
                                is_hashed=False)
     alice_token, _ = await accounts.login(m, "alice", "pw", False)
-    agent_credential = cluster_agents.register(m, {"agent_id": "a", "slots": 1}, "127.0.0.1", None)["credential"]
+    agent_credential = cluster_agents.register(m, {"agent_id": "a", "slots": 1}, "127.0.0.1", caller=None)["credential"]
     with m.db.begin() as conn:
         exp_id = experiment_rows.insert(conn, name="bench", description=None, labels=[], owner="alice", config={},
                                         config_text="", state=ExperimentState.PAUSED, created_at=time.time())

@@ -122,9 +122,9 @@ def _credentials(served: Served, spec: RouteSpec) -> dict[str, str]:
     kinds = {spec.auth, *spec.also_auth}
     if AuthKind.CLUSTER in kinds:
         return {"authorization": f"Bearer {served.agent_credential}"}
-    if AuthKind.ALLOCATION in kinds:
+    if AuthKind.ALLOCATION in kinds and AuthKind.USER not in kinds:
         return {tokens.ALLOCATION_HEADER: served.allocation_token}
-    return {}
+    return {}  # a user route (a trial may call some with its live allocation's token): the admin's session
 
 
 def _int_path_cases() -> list[tuple[RouteSpec, str]]:

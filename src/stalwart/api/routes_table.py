@@ -70,6 +70,8 @@ class RouteSpec:
 OPEN, CLUSTER, ALLOC, USER = AuthKind.OPEN, AuthKind.CLUSTER, AuthKind.ALLOCATION, AuthKind.USER
 BAD, AUTH, NF, STATE, BIG, BUSY = 400, (401, 403), 404, 409, 413, 503
 SLOW = 429  # a password check in the back-off of failed logins, or too many at once (identity/login_guard)
+STATIC_TYPES = ("text/javascript", "text/css", "image/png", "image/svg+xml", "text/plain", "image/x-icon")
+"""The content types of the web UI's static files (master/ui/pages.TYPES), beside application/octet-stream."""
 E = "/api/v1/experiments"
 T = "/api/v1/trials"
 AL = "/api/v1/allocations"
@@ -117,7 +119,8 @@ ROUTES: tuple[RouteSpec, ...] = (
     _r("GET", "/api/v1/master", OPEN, cluster.MasterInfo),
     _r("GET", "/api/v1/openapi.json", OPEN, None),
     _r("GET", "/docs/rest-api/", OPEN, None, content_type=HTML),
-    _r("GET", "/ui/static/{version}/{path:path}", OPEN, None, NF, content_type="application/octet-stream"),
+    _r("GET", "/ui/static/{version}/{path:path}", OPEN, None, NF, content_type="application/octet-stream",
+       also_content=STATIC_TYPES),
     # experiments
     _r("POST", E, USER, experiments.CreatedExperiment, BAD, request=experiments.CreateExperiment,
        permission=P.CREATE_EXPERIMENTS, scope=BODY),

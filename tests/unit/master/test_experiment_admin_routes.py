@@ -22,7 +22,7 @@ from stalwart.context import pack_context
 from stalwart.db import tables as t
 from stalwart.master.allocations import lifecycle
 from stalwart.master.app import create_app
-from stalwart.master.cluster import agents
+from stalwart.master.cluster import agents, credentials
 from stalwart.master.experiments import experiments, intake
 from stalwart.master.logs import insert_logs
 from stalwart.master.scheduling import scheduling
@@ -106,7 +106,7 @@ def admin(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[Ad
     """On SQLite and on PostgreSQL: the list filters (labels in a JSON column) are SQL of each dialect."""
     url = request.getfixturevalue("pg_url") if request.param == "postgres" else f"sqlite:///{tmp_path / 'm.db'}"
     app = create_app(MasterSettings(db_url=url, home=tmp_path, ui_metrics_index=False))
-    agents.register(app.state.master, {"agent_id": "a0", "slots": 1})
+    agents.register(app.state.master, {"agent_id": "a0", "slots": 1}, caller=credentials.IN_PROCESS)
     # no `with`: the app's background scheduler loop stays off, so the test's own ticks are the only ones
     client = Client("http://testserver")
     client._http = TestClient(app)  # the typed client over the in-process app

@@ -13,7 +13,7 @@ from stalwart.config.master import parse_master_config
 from stalwart.context import pack_context
 from stalwart.db import tables as t
 from stalwart.master.allocations import lifecycle
-from stalwart.master.cluster import agents
+from stalwart.master.cluster import agents, credentials
 from stalwart.master.experiments import experiments
 from stalwart.master.scheduling import jobs, scheduling
 from stalwart.master.service import Master
@@ -64,8 +64,8 @@ def _trial(m, exp_id) -> dict:
 
 def test_gang_over_two_agents_gets_ranks_and_runs_only_when_both_started(tmp_path, archive):
     m = _master(tmp_path)
-    agents.register(m, {"agent_id": "a0", "slots": 1, "hostname": "h0"}, "127.0.0.1")
-    agents.register(m, {"agent_id": "a1", "slots": 1, "hostname": "h1"}, "10.0.0.7")
+    agents.register(m, {"agent_id": "a0", "slots": 1, "hostname": "h0"}, "127.0.0.1", caller=credentials.IN_PROCESS)
+    agents.register(m, {"agent_id": "a1", "slots": 1, "hostname": "h1"}, "10.0.0.7", caller=credentials.IN_PROCESS)
     exp = _create(m, archive, slots=2)
     scheduling.tick(m)
     [alloc] = _allocs(m)
@@ -97,7 +97,7 @@ def test_gang_over_two_agents_gets_ranks_and_runs_only_when_both_started(tmp_pat
 
 def test_preemption_timeout_kills_and_requeues_without_counting_a_restart(tmp_path, archive):
     m = _master(tmp_path)
-    agents.register(m, {"agent_id": "a0", "slots": 1})
+    agents.register(m, {"agent_id": "a0", "slots": 1}, caller=credentials.IN_PROCESS)
     exp = _create(m, archive, timeout=0)
     scheduling.tick(m)
     [alloc] = _allocs(m)
@@ -118,7 +118,7 @@ def test_preemption_timeout_kills_and_requeues_without_counting_a_restart(tmp_pa
 
 def test_priority_preemption_from_the_master_config_and_draining(tmp_path, archive):
     m = _master(tmp_path, {"resource_manager": {"scheduler": {"priority": {"preemption": True}}}})
-    agents.register(m, {"agent_id": "a0", "slots": 1})
+    agents.register(m, {"agent_id": "a0", "slots": 1}, caller=credentials.IN_PROCESS)
     low = _create(m, archive, "low", priority=60)
     scheduling.tick(m)
     [low_alloc] = _allocs(m)
@@ -156,7 +156,7 @@ def test_job_updates_validate_and_unknown_pools_are_refused(tmp_path, archive):
         experiments.create_experiment(m, CONFIG.format(name="x", slots=1, priority=42, timeout=1).replace(
             "priority: 42", "priority: 42, resource_pool: default"), archive, activate=True, owner="me")
     with pytest.raises(InvalidRequest, match="no pool 'default'"):
-        agents.register(m, {"agent_id": "a0", "slots": 1})
+        agents.register(m, {"agent_id": "a0", "slots": 1}, caller=credentials.IN_PROCESS)
     assert exp
     m.db.dispose()
 
@@ -174,7 +174,7 @@ def test_fair_share_pool_splits_slots_by_demand_then_by_weight_on_the_next_pass(
     """The seed's fair-share example through the master: 8 slots, 10 and 30 trials → 2 and 6; after
     `e set weight` 3 and 1, the next pass preempts the larger one down to 4 and the smaller gets 4."""
     m = _master(tmp_path, {"resource_manager": {"scheduler": {"type": "fair_share"}}})
-    agents.register(m, {"agent_id": "a0", "slots": 8})
+    agents.register(m, {"agent_id": "a0", "slots": 8}, caller=credentials.IN_PROCESS)
     small = experiments.create_experiment(m, SEARCH.format(name="small", n=10), archive, activate=True, owner="me")[0]
     large = experiments.create_experiment(m, SEARCH.format(name="large", n=30), archive, activate=True, owner="me")[0]
     scheduling.tick(m)

@@ -15,7 +15,7 @@ from stalwart.api.metric_values import encode, number
 from stalwart.config import load_experiment_config
 from stalwart.context import pack_context
 from stalwart.db import tables as t
-from stalwart.master.cluster import agents
+from stalwart.master.cluster import agents, credentials
 from stalwart.master.experiments import experiments
 from stalwart.master.experiments.intake import MetricsWriter, parse_reports
 from stalwart.master.experiments.metric_reports import MAX_DEPTH, MAX_METRICS, MAX_NAME, MAX_REPORTS
@@ -101,7 +101,7 @@ def test_stored_values_read_back_as_numbers_for_searchers():
 @pytest.fixture
 def m(tmp_path):
     master = Master(MasterSettings(db_url=f"sqlite:///{tmp_path / 'm.db'}", home=tmp_path))
-    agents.register(master, {"agent_id": "a0", "slots": 1})
+    agents.register(master, {"agent_id": "a0", "slots": 1}, caller=credentials.IN_PROCESS)
     yield master
     master.db.dispose()
 

@@ -11,7 +11,7 @@ import yaml
 from stalwart.api.errors import ConfigError
 from stalwart.context import pack_context
 from stalwart.db import tables as t
-from stalwart.master.cluster import agents
+from stalwart.master.cluster import agents, credentials
 from stalwart.master.experiments import experiments, searching
 from stalwart.master.scheduling import scheduling
 from stalwart.master.service import Master
@@ -21,7 +21,7 @@ from stalwart.master.settings import MasterSettings
 @pytest.fixture
 def m(tmp_path):
     master = Master(MasterSettings(db_url=f"sqlite:///{tmp_path / 'm.db'}", home=tmp_path))
-    agents.register(master, {"agent_id": "a0", "slots": 2})
+    agents.register(master, {"agent_id": "a0", "slots": 2}, caller=credentials.IN_PROCESS)
     yield master
     master.db.dispose()
 

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from stalwart.config.master import parse_master_config
 from stalwart.db import tables as t
-from stalwart.master.cluster import agents
+from stalwart.master.cluster import agents, credentials
 from stalwart.master.scheduling import scheduling
 from stalwart.master.service import Master
 from stalwart.master.settings import MasterSettings
@@ -23,8 +23,10 @@ def m(tmp_path) -> Iterator[Master]:
     cluster = parse_master_config({"resource_pools": [{"pool_name": "default"},
                                                       {"pool_name": "trusted", "allow_root_tasks": True}]})
     master = Master(MasterSettings(db_url=f"sqlite:///{tmp_path / 'm.db'}", home=tmp_path, cluster=cluster))
-    agents.register(master, {"agent_id": "a0", "slots": 1, "resource_pool": "default"}, peer="127.0.0.1")
-    agents.register(master, {"agent_id": "a1", "slots": 1, "resource_pool": "trusted"}, peer="127.0.0.1")
+    agents.register(master, {"agent_id": "a0", "slots": 1, "resource_pool": "default"}, peer="127.0.0.1",
+                    caller=credentials.IN_PROCESS)
+    agents.register(master, {"agent_id": "a1", "slots": 1, "resource_pool": "trusted"}, peer="127.0.0.1",
+                    caller=credentials.IN_PROCESS)
     with master.db.begin() as conn:  # a root default made before the rule (links made now are checked)
         conn.execute(t.workspaces.update().where(t.workspaces.c.id == 1).values(
             agent_uid=0, agent_gid=0, agent_user="root", agent_group="root"))

@@ -10,7 +10,7 @@ from stalwart.api.states import ExitReason
 from stalwart.context import pack_context
 from stalwart.db import tables as t
 from stalwart.master.allocations import lifecycle
-from stalwart.master.cluster import agents
+from stalwart.master.cluster import agents, credentials
 from stalwart.master.experiments import experiments, searching
 from stalwart.master.experiments.intake import MetricsWriter, parse_reports, register_checkpoint
 from stalwart.master.scheduling import scheduling
@@ -30,7 +30,7 @@ checkpoint_storage: {type: shared_fs, host_path: %s, save_trial_latest: 1, save_
 @pytest.fixture
 def m(tmp_path):
     master = Master(MasterSettings(db_url=f"sqlite:///{tmp_path / 'm.db'}", home=tmp_path))
-    agents.register(master, {"agent_id": "a0", "slots": 1})
+    agents.register(master, {"agent_id": "a0", "slots": 1}, caller=credentials.IN_PROCESS)
     yield master
     master.db.dispose()
 

@@ -56,3 +56,11 @@ def test_a_real_static_file_is_served(http: TestClient) -> None:
     reply = http.get("/ui/static/x/app.css")
     assert reply.status_code == 200
     assert reply.headers["content-type"].startswith("text/css")
+
+
+def test_every_type_a_static_file_is_served_as_is_documented() -> None:
+    from stalwart.api.routes_table import STATIC_TYPES, lookup
+    from stalwart.master.ui import pages
+
+    spec = lookup("GET", "/ui/static/{version}/{path:path}")
+    assert set(pages.TYPES.values()) <= {spec.content_type, *spec.also_content} == {*STATIC_TYPES, spec.content_type}

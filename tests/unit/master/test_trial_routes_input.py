@@ -11,7 +11,7 @@ from stalwart.context import pack_context
 from stalwart.db import tables as t
 from stalwart.master.app import create_app
 from stalwart.master.auth import tokens
-from stalwart.master.cluster import agents
+from stalwart.master.cluster import agents, credentials
 from stalwart.master.experiments import experiments
 from stalwart.master.scheduling import scheduling
 from stalwart.master.settings import MasterSettings
@@ -29,7 +29,7 @@ def running(tmp_path):
     """(client, exp_id, trial_id, allocation token) of an in-process master whose one trial has a live run."""
     app = create_app(MasterSettings(db_url=f"sqlite:///{tmp_path / 'm.db'}", home=tmp_path, ui_metrics_index=False))
     m = app.state.master
-    agents.register(m, {"agent_id": "a0", "slots": 1})
+    agents.register(m, {"agent_id": "a0", "slots": 1}, caller=credentials.IN_PROCESS)
     ctx = tmp_path / "ctx"
     ctx.mkdir()
     (ctx / "train.py").write_text("print(1)\n")

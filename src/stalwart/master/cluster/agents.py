@@ -15,12 +15,13 @@ from stalwart.master.queries.rows import Row
 from stalwart.master.service import Master, now
 
 
-def register(m: Master, body: Mapping[str, Any], peer: str | None = None,
-             caller: str | None | credentials.InProcess = credentials.IN_PROCESS) -> dict[str, Any]:
+def register(m: Master, body: Mapping[str, Any], peer: str | None = None, *,
+             caller: str | None | credentials.InProcess) -> dict[str, Any]:
     """Create or refresh an agent; reconcile the containers it says it runs with ours. `caller`, from the route: the
     agent whose credential came, or None for the cluster token (an enrollment, under the enrollment policy: the
-    answer carries the agent's new credential). Left out, the master itself registers the agent (tests, tools:
-    no HTTP caller, so nothing to check and no credential given); the route always says who called."""
+    answer carries the agent's new credential), or `credentials.IN_PROCESS`: the master itself registers the agent
+    (tests, tools: no HTTP caller, so nothing to check and no credential given). Required, so that no route can
+    forget to say who called."""
     agent_id = str(body.get("agent_id") or "").strip()
     if not agent_id:
         raise InvalidRequest("agent_id: required")

@@ -43,7 +43,8 @@ _TO_ALLOW = ("set `agents: {enrollment: open}` in the master's config (or `loopb
 
 
 class InProcess:
-    """The master registering an agent itself (tests, tools), not an HTTP caller: `agents.register`'s default."""
+    """The master registering an agent itself (tests, tools), not an HTTP caller:
+    `agents.register(..., caller=IN_PROCESS)`."""
 
 
 IN_PROCESS = InProcess()

@@ -36,7 +36,7 @@ async def register(request: Request, payload: RegisterAgent) -> dict[str, Any]:
     """Enrollment (the cluster token: the answer carries the agent's new credential) or a registration of the agent
     whose credential came."""
     peer = request.client.host if request.client else None
-    return agents.register(master(request), payload.model_dump(), peer, request.state.agent_id)
+    return agents.register(master(request), payload.model_dump(), peer, caller=request.state.agent_id)
 
 
 @route(router, "GET", "/agents/{agent_id}/actions")
