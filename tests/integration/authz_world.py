@@ -117,6 +117,13 @@ class World:
         made = ok(self.admin.post("/api/v1/tokens", json={"username": "tess", "description": "tess's automation"}))
         return int(made["tokenInfo"]["id"])
 
+    def new_checkpoint(self) -> str:
+        """A new checkpoint of E's trial (registered with E's allocation token, as the trial would)."""
+        uuid = str(uuidlib.uuid4())
+        ok(httpx.post(f"{self.url}/api/v1/checkpoints", headers=self.allocation_token("E"), json={
+            "trial_id": self.trials["E"], "uuid": uuid, "metadata": {"steps_completed": 1}, "resources": {"w": 1}}))
+        return uuid
+
     def new_group(self) -> str:
         name = f"group-{next(self.serial)}"
         ok(self.admin.post("/api/v1/groups", json={"name": name}))
@@ -193,11 +200,8 @@ def _runs(world: World) -> None:
     ok(world.admin.post(f"/api/v1/trials/{world.trials['E3']}/kill", json={}))
     ok(httpx.post(f"{world.url}/api/v1/allocations/{ended}/exited", headers=world.agent_headers,
                   json={"agent_id": "a0", "exit_code": -15}))
-    checkpoint = str(uuidlib.uuid4())
-    ok(httpx.post(f"{world.url}/api/v1/checkpoints", headers=world.allocation_token("E"), json={
-        "trial_id": world.trials["E"], "uuid": checkpoint, "metadata": {"steps_completed": 1},
-        "resources": {"w": 1}}))
-    world.values.update(trial_id=str(world.trials["E"]), uuid=checkpoint, allocation_id=world.allocations["E"])
+    world.values.update(trial_id=str(world.trials["E"]), uuid=world.new_checkpoint(),
+                        allocation_id=world.allocations["E"])
 
 
 def _objects(world: World) -> None:

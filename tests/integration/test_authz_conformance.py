@@ -41,6 +41,20 @@ QUERIES = {("GET", "/api/v1/ui/events"): {"page": "experiment", "id": "{exp_id}"
 """The query of each route of scope `query`, naming W's objects."""
 NOT_A_BODY = b"[]"
 """What a call that would change something sends when the check should let it through: no route takes it (400)."""
+BODIES = {
+    ("POST", "/api/v1/experiments"): lambda w: {
+        "config": aw.EXPERIMENT.format(name="made-" + aw.SECRET, workspace="team-w", project="proj-" + aw.SECRET),
+        "context": w.context, "activate": False},
+    ("DELETE", "/api/v1/checkpoints"): lambda w: {"uuids": [w.new_checkpoint()]},
+    ("POST", "/api/v1/commands"): lambda w: {"config": {"entrypoint": ["true"], "workspace": "team-w",
+                                                        "project": "proj-" + aw.SECRET}},
+    ("POST", "/api/v1/tokens"): lambda w: {"description": "conformance"},
+    ("POST", "/api/v1/rbac/assignments"): lambda w: {"role": "Viewer", "username": "tess",
+                                                     "workspaceId": w.workspaces["W"]},
+    ("POST", "/api/v1/rbac/unassignments"): lambda w: {"role": "Viewer", "username": "tess",
+                                                       "workspaceId": w.workspaces["W"]},
+}
+"""The body of each route of scope `body`, naming W's objects (its handler checks them)."""
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -67,13 +81,13 @@ def expected_allowed(spec: RouteSpec, roles: tuple[tuple[str, str | None], ...])
     permission, scope = spec.permission, spec.scope
     assert permission is not None and scope is not None
     if permission in P.ACCOUNT:  # by the basic rules: anyone; or the owner, of one's own things (tess owns the rest)
-        return permission.basic is P.Rule.ANYONE or scope in (Scope.OWN, Scope.BODY)
+        return permission.basic is P.Rule.ANYONE or scope in (Scope.OWN, Scope.BODY)  # BODY: one's own token
     holding = [where for role, where in roles if permission in P.ROLES[role].permissions]
     if permission in P.CLUSTER_ONLY:
         return None in holding
-    if scope in (Scope.PATH, Scope.QUERY):
+    if scope in (Scope.PATH, Scope.QUERY, Scope.BODY):
         return None in holding or "W" in holding
-    return bool(holding)  # a listing, or a call whose body names its objects: the permission anywhere
+    return bool(holding)  # a listing: the permission anywhere
 
 
 # -- calling a route ------------------------------------------------------------------------------------------
@@ -91,6 +105,8 @@ def call(world: aw.World, client: httpx.Client, spec: RouteSpec, values: dict[st
     values = values or world.values
     query = {k: _fill(v, values) for k, v in QUERIES.get(spec.key, {}).items()}
     body = NOT_A_BODY if spec.request is not None else None
+    if spec.scope is Scope.BODY:
+        body = json.dumps(BODIES[spec.key](world)).encode()
     headers = {"content-type": "application/json"} if body is not None else None
     with client.stream(spec.method, _fill(spec.path, values), params=query, content=body, headers=headers) as reply:
         endless = spec.streaming and reply.status_code == 200 and "follow" not in str(reply.url)
@@ -126,6 +142,8 @@ def test_every_route_of_the_table_is_covered() -> None:
         assert set(spec.path_values) <= filled, f"{spec.method} {spec.path}: the world has no value for it"
         if spec.scope is Scope.QUERY:
             assert spec.key in QUERIES and spec.key in authz.QUERY_OBJECTS, f"{spec.method} {spec.path}"
+        if spec.scope is Scope.BODY:
+            assert spec.key in BODIES, f"{spec.method} {spec.path}: the suite has no body naming W's objects for it"
     named = {k for k, v in PATH_VALUES.items() if v in (PathValue.WORKSPACE_OBJECT, PathValue.ACCOUNT_OBJECT)}
     assert named == set(authz.FINDERS)
     assert set(aw.FRESH) <= named | {"group_name"}

@@ -6,12 +6,14 @@ tests: 4 (tests/integration/test_agent_credentials.py), 6, 8 and 11 (the workspa
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import authz_world as aw
 import httpx
 import pytest
 
+from cli_runs import fails
 from helpers_auth import bearer, log_in
 from stalwart.api import permissions as P
 
@@ -136,3 +138,21 @@ def test_a_role_taken_away_ends_an_open_event_stream(world: aw.World) -> None:
                 assert P.VIEW_EXPERIMENTS.name in line
                 break
     assert events[0] == "model" and events[-1] == "failure", events
+
+
+# -- issue 26: refusals that send people the right way ----------------------------------------------------------
+def test_a_refusal_names_the_roles_and_the_workspace_that_would_allow_it(world: aw.World) -> None:
+    """A Viewer of W creating an experiment in W is told which roles on W (or on the cluster) would allow it."""
+    config = aw.EXPERIMENT.format(name="viewer-tries", workspace="team-w", project="proj-" + aw.SECRET)
+    reply = world.callers["Viewer"].post("/api/v1/experiments", json={"config": config, "context": world.context})
+    assert reply.status_code == 403, reply.text
+    message = reply.json()["error"]["message"]
+    assert "Editor, EditorRestricted or WorkspaceAdmin on workspace team-w" in message, message
+    assert "ClusterAdmin on the whole cluster" in message and "create_experiments" in message, message
+
+
+def test_cmd_logs_and_cmd_kill_of_a_missing_command_say_the_same_noun(world: aw.World) -> None:
+    env = {**os.environ, "STALWART_MASTER": world.url,
+           "STALWART_USER_TOKEN": world.admin.headers["authorization"].split(" ", 1)[1]}
+    said = [fails(env, 3, "cmd", verb, "999999").strip() for verb in ("logs", "kill")]
+    assert all("command 999999 not found" in line for line in said), said

@@ -4,8 +4,8 @@ Every user route names its permission and its scope in the route table (`api.aut
 calls `check_route` before the handler runs. By the scope it checks the permission on every object the path (or,
 for the few routes that name it there, the query) names: an experiment, trial, checkpoint, command or task, job,
 workspace, project, user or token, found with its owner and its workspace (a `Target`; `FINDERS`); or on the whole
-cluster; or, for listings, one's own things and calls whose objects are in the body, anywhere: the handler then
-shows only what the caller may see (`viewable_workspaces`), or checks what the body names (`require`). A refusal is a
+cluster; or, for listings and one's own things, anywhere: the handler then shows only what the caller may see
+(`viewable_workspaces`); a call whose objects are in its body is checked by its handler, on each (`require`). A refusal is a
 403 naming the permission. `check_declaration` refuses to register a route whose scope the check could not decide
 (a path value naming an object no finder knows, a workspace permission checked on the cluster), and the
 authorization conformance suite calls every route as each kind of caller.
@@ -129,16 +129,33 @@ def refusal(m: Master, ident: Identity, permission: P.Permission, target: Target
         return (f"{head}: a task's credential never has it, whoever owns the task (it changes identity or the "
                 "cluster); do this as the user, outside the task")
     if mode(m) == RBAC and permission not in P.ACCOUNT:
-        roles = ", ".join(sorted(r.name for r in P.ROLES.values() if permission in r.permissions))
-        where = ("on the whole cluster" if permission in P.CLUSTER_ONLY or target is None
-                 or target.workspace_id is None else f"on workspace {_workspace_name(m, target.workspace_id)}")
         on = f" on {target.what}" if target is not None else ""
-        return f"{head}{on}: it needs one of the roles {roles} {where} (`stalwart rbac my-permissions`)"
+        return f"{head}{on}: {_who_may(m, permission, target)} (`stalwart rbac my-permissions`)"
     if permission.basic is P.Rule.ADMIN:
         return f"{head}: only admins have it"
     if target is not None and target.owner is not None:
         return f"{head}: {target.what} belongs to {target.owner}; only its owner or an admin may do this"
     return f"{head}: only the owner or an admin has it"
+
+
+def _names(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def _who_may(m: Master, permission: P.Permission, target: Target | None) -> str:
+    """The roles that would grant `permission` here, each with the scope it must be assigned on: 'Editor or
+    WorkspaceAdmin on workspace vision, or ClusterAdmin on the whole cluster'."""
+    granting = [r for r in P.ROLES.values() if permission in r.permissions]
+    on_cluster = sorted(r.name for r in granting if not r.workspace_scoped or permission in P.CLUSTER_ONLY)
+    on_workspace = sorted(r.name for r in granting if r.workspace_scoped and permission not in P.CLUSTER_ONLY)
+    if target is not None and target.workspace_id is not None:
+        here = f"on workspace {_workspace_name(m, target.workspace_id)}"
+    else:
+        here = "on the workspace it acts in"
+    parts = [f"{_names(on_workspace)} {here}"] if on_workspace else []
+    if on_cluster:
+        parts.append(f"{_names(on_cluster)} on the whole cluster")
+    return "it needs the role " + ", or ".join(parts)
 
 
 def _workspace_name(m: Master, workspace_id: int) -> str:
@@ -194,7 +211,7 @@ FINDERS: dict[str, _Kind] = {
     "trial_id": _Kind("trial", _int_id, _owned("trial", wq.trial_place)),
     "uuid": _Kind("checkpoint", str, _checkpoint_target),
     "cmd_id": _Kind("command", _int_id, _owned("command", wq.command_place)),
-    "task_id": _Kind("task", _task_id, _owned("task", wq.command_place)),
+    "task_id": _Kind("command", _task_id, _owned("command", wq.command_place)),  # the one kind of task so far
     "job_id": _Kind("job", str, _owned("job", wq.job_place)),
     "project_id": _Kind("project", _int_id, _owned("project", wq.project_place)),
     "workspace_id": _Kind("workspace", _int_id, _owned("workspace", wq.workspace_place)),
@@ -254,7 +271,8 @@ def target_of(path_params: Mapping[str, Any]) -> str | None:
     for key, value in path_params.items():
         kind = FINDERS.get(key)
         if kind is not None:
-            return f"{kind.what} {value}"
+            parsed = kind.parse(value)
+            return f"{kind.what} {parsed if parsed is not None else value}"
     if path_params:
         return ", ".join(f"{k}={v}" for k, v in path_params.items())
     return None
@@ -263,8 +281,9 @@ def target_of(path_params: Mapping[str, Any]) -> str | None:
 def check_route(m: Master, ident: Identity, spec: RouteSpec, path_params: Mapping[str, Any],
                 query: Mapping[str, str]) -> None:
     """The route-level check of `spec.permission` by the route's scope: on every object its path (or query) names
-    (404 when one names nothing); on the cluster; or, for listings, bodies and one's own things, anywhere (the
-    handler then shows only what the caller may see, or checks what the body names)."""
+    (404 when one names nothing); on the cluster; for listings and one's own things, anywhere (the handler then
+    shows only what the caller may see); for a body's objects, nothing more than a task's credential's limits: the
+    handler checks each object the body names, so its refusal names the workspace where a role would allow it."""
     permission, scope = spec.permission, spec.scope
     assert permission is not None and scope is not None  # check_declaration holds for every registered route
     if ident.admin and ident.kind != TASK:
@@ -276,7 +295,10 @@ def check_route(m: Master, ident: Identity, spec: RouteSpec, path_params: Mappin
             require(m, ident, permission, target)
         if targets:
             return
-    if scope is Scope.CLUSTER:
+    if scope is Scope.BODY:  # the handler checks each object the body names: its refusal says where
+        if _task_may_not(ident, permission):
+            raise ForbiddenError(refusal(m, ident, permission, None))
+    elif scope is Scope.CLUSTER:
         require(m, ident, permission, None)
     elif not allowed_somewhere(m, ident, permission):
         raise ForbiddenError(refusal(m, ident, permission, None))
@@ -318,7 +340,7 @@ def _targets(m: Master, named: list[tuple[str, Any]]) -> list[Target]:
         with m.db.begin() as conn:
             target = kind.find(conn, value)
         if target is None:
-            raise NotFoundError(f"{kind.what} {raw} not found")
+            raise NotFoundError(f"{kind.what} {value} not found")
         out.append(target)
     return out
 

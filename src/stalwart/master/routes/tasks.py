@@ -53,7 +53,8 @@ def _describe(m: Master, cmd_id: int) -> dict[str, Any]:
         cmd = command_rows.get(conn, cmd_id)
         alloc = commands.allocation_of(conn, cmd_id)
         pool = job_rows.pool_of(conn, jobs.COMMAND, cmd_id)
-    return commands.view(cmd, alloc, pool)
+        place = command_rows.places(conn, [cmd_id]).get(cmd_id)
+    return commands.view(cmd, alloc, pool, place)
 
 
 def _check(m: Master, config: dict[str, Any], context: str | None) -> tuple[bytes | None, dict[str, Any]]:
@@ -115,7 +116,8 @@ async def list_tasks(request: Request, show_all: ShowAll = False) -> dict[str, A
         cmds = command_rows.in_id_order(conn, None if show_all else commands.ACTIVE, seen)
         pools = job_rows.pools_by_entity(conn, jobs.COMMAND)
         allocs = {c["id"]: commands.allocation_of(conn, c["id"]) for c in cmds}
-    return {"tasks": [commands.view(c, allocs[c["id"]], pools.get(c["id"])) for c in cmds]}
+        places = command_rows.places(conn, [c["id"] for c in cmds])
+    return {"tasks": [commands.view(c, allocs[c["id"]], pools.get(c["id"]), places.get(c["id"])) for c in cmds]}
 
 
 @route(router, "GET", "/tasks/{task_id}")
@@ -138,7 +140,7 @@ async def logs(request: Request, task_id: TaskPath, follow: Follow = False, afte
     m = master(request)
     cmd_id = _task_id(task_id)
     with m.db.begin() as conn:
-        command_rows.get(conn, cmd_id, "task")
+        command_rows.get(conn, cmd_id)  # "command N not found", as `cmd kill N` says
 
     async def stream() -> AsyncIterator[str]:
         last = after_id

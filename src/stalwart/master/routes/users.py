@@ -138,6 +138,8 @@ async def create_token(request: Request, payload: CreateToken) -> dict:
     audit.mark(request, ident.username, f"user {username}")
     if username != ident.username:
         authz.require(m, ident, P.MANAGE_ALL_TOKENS)
+    else:
+        authz.require(m, ident, P.MANAGE_OWN_TOKENS, authz.Target(f"user {username}", username))
     lifespan = float(payload.lifespan) if payload.lifespan else sessions.TOKEN_LIFESPAN_S
     with m.db.begin() as conn:
         user = accounts.get_user(conn, username)
