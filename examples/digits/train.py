@@ -15,8 +15,18 @@ from torch import nn
 from model import batch_indices, load_data, make_model
 from stalwart import core
 
-VALIDATE_EVERY = 100
+VALIDATE_EVERY = 100  # batches between validations, unless the config's min_validation_period says otherwise
 REPORT_EVERY = 20
+
+
+def validation_period(info) -> int:
+    """Batches between validations: the config's `min_validation_period` in batches, else VALIDATE_EVERY.
+
+    A search's rungs need a validation at each rung length (examples/digits/search.yaml validates every 50 batches).
+    """
+    period = (info.trial._config.get("min_validation_period") or {}) if info and info.trial else {}
+    batches = period.get("batches") if isinstance(period, dict) else None
+    return int(batches) if batches else VALIDATE_EVERY
 
 
 def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict:
@@ -52,6 +62,7 @@ def main(ctx: core.Context) -> None:
     model = make_model(int(hp["hidden"]))
     opt = torch.optim.SGD(model.parameters(), lr=float(hp["learning_rate"]), momentum=0.9)
     steps = 0
+    every = validation_period(info)
     if info and info.latest_checkpoint:
         steps = restore(ctx, model, opt, info.latest_checkpoint)
         logging.info("resumed from checkpoint %s at steps_completed=%d", info.latest_checkpoint, steps)
@@ -73,13 +84,13 @@ def main(ctx: core.Context) -> None:
                 logging.info("steps_completed=%d loss=%.4f", steps, sum(losses) / len(losses))
                 losses = []
                 op.report_progress(steps)
-            if steps % VALIDATE_EVERY == 0 or steps == op.length:
+            if steps % every == 0 or steps == op.length:
                 metrics = evaluate(model, x_val, y_val)
                 ctx.train.report_validation_metrics(steps, metrics)
                 logging.info("validation at steps_completed=%d: %s", steps, metrics)
                 save(ctx, model, opt, steps)
             if ctx.preempt.should_preempt():
-                if steps % VALIDATE_EVERY != 0:
+                if steps % every != 0:
                     save(ctx, model, opt, steps)
                 logging.info("preempted at steps_completed=%d; checkpoint saved, exiting", steps)
                 return

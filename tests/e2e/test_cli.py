@@ -63,7 +63,7 @@ def test_zero_setup_user_journey(user_env, tmp_path):
     assert logs.returncode == 0 and "validation at steps_completed=400" in logs.stdout
     assert run(user_env, "t", "logs", str(trial_id), "--follow").returncode == 0  # ends: the trial is over
     trial = run(user_env, "t", "describe", str(trial_id))
-    assert trial.returncode == 0 and "EXITED" in trial.stdout
+    assert trial.returncode == 0 and "COMPLETED" in trial.stdout and "EXITED" not in trial.stdout
 
     ckpts = json.loads(run(user_env, "e", "list-checkpoints", "1", "--json").stdout)["checkpoints"]
     uuid = [c for c in ckpts if c["state"] == "COMPLETED"][-1]["uuid"]

@@ -5,9 +5,10 @@ table (docs/users.md) and the roles table (docs/workspaces.md) say.
 - User routes: for each kind of caller (`authz_world.CALLERS`: no role, a role in another workspace only, Viewer,
   Editor and WorkspaceAdmin on the objects' workspace W, ClusterAdmin), every object its path or query names is one
   of W's (or an account or cluster object); the call is refused with a 403 naming the permission exactly when the
-  tables say the caller lacks it, and otherwise passes the check (any answer but 401/403, never a 5xx). A call that
-  passes would change something: it gets a body the route cannot take (so the check, not the handler, decides),
-  or objects made for it.
+  tables say the caller lacks it, and otherwise passes the check (any answer but 401/403, never a 5xx). A route
+  whose objects are in its body (scope `body`) gets a body naming W's objects (`BODIES`), which its handler checks.
+  Any other call that passes would change something: it gets a body the route cannot take (so the check, not the
+  handler, decides), or objects made for it.
 - Listings: a caller who may not view W reads nothing of W's (its experiments', commands' and projects' names carry
   `SECRET`), from any route it may call.
 - Allocation routes: another experiment's allocation token and an ended allocation's token are refused.

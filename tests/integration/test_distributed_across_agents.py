@@ -73,7 +73,7 @@ def test_losing_an_agent_restarts_the_gang_from_its_checkpoint_once_it_is_back(t
     d = _finish(c, exp_id)
     trial = d["trials"][0]
     assert trial["restarts"] == 0  # a lost agent is not the trial's failure
-    assert [r["exit_reason"] for r in runs(c, trial_id)] == ["AGENT_LOST", "EXITED"]
+    assert [r["exit_reason"] for r in runs(c, trial_id)] == ["AGENT_LOST", "COMPLETED"]
     second = [m["steps_completed"] for m in metrics(c, trial_id, "training") if m["trial_run_id"] == 2]
     saved = {ck["steps_completed"] for ck in checkpoints(c, trial_id)}
     assert second and min(second) > 10 and min(second) - 10 in saved  # resumed from a checkpoint, not from 0

@@ -109,7 +109,7 @@ def test_a_second_agent_with_a_live_agents_id_is_refused_and_changes_nothing(tmp
         d = wait_state(c, exp_id, {"COMPLETED", "ERROR"}, timeout=120)
         watcher.stop()
         assert d["experiment"]["state"] == "COMPLETED"
-        assert [r["exit_reason"] for r in runs(c, trial_id)] == ["EXITED"]
+        assert [r["exit_reason"] for r in runs(c, trial_id)] == ["COMPLETED"]
         assert watcher.doubles == []
 
 

@@ -69,7 +69,7 @@ def test_pause_then_activate_resumes_from_latest_checkpoint(cluster):
     c.cli("e", "activate", str(exp_id), check=True)
     wait_state(c, exp_id, "COMPLETED")
     runs = c.client().get(f"/trials/{trial_id}")["runs"]
-    assert [r["exit_reason"] for r in runs] == ["PREEMPTED", "EXITED"]
+    assert [r["exit_reason"] for r in runs] == ["PREEMPTED", "COMPLETED"]
     second = [m for m in metrics(c, trial_id, "training") if m["trial_run_id"] == 2]
     assert second and min(m["steps_completed"] for m in second) == (paused_at // 20 + 1) * 20
     assert any("resumed from checkpoint" in entry["log"] and f"steps_completed={paused_at}" in entry["log"]
@@ -151,4 +151,4 @@ def test_a_trial_that_ends_while_the_master_is_down_keeps_its_real_exit(cluster,
     d = wait_state(c, exp_id, {"COMPLETED", "ERROR"}, timeout=60)
     assert d["experiment"]["state"] == "COMPLETED", d["experiment"]["error_message"]
     runs = c.client().get(f"/trials/{trial_id}")["runs"]
-    assert [(r["exit_reason"], r["exit_code"]) for r in runs] == [("EXITED", 0)]
+    assert [(r["exit_reason"], r["exit_code"]) for r in runs] == [("COMPLETED", 0)]

@@ -68,4 +68,4 @@ def test_seed_priority_scenario_end_to_end(tmp_path):
         wait_state(c, big, "COMPLETED")
         d = wait_state(c, back, {"COMPLETED", "ERROR"}, timeout=300)
         assert d["experiment"]["state"] == "COMPLETED"
-        assert [r["exit_reason"] for r in runs(c, d["trials"][0]["id"])] == ["PREEMPTED", "EXITED"]
+        assert [r["exit_reason"] for r in runs(c, d["trials"][0]["id"])] == ["PREEMPTED", "COMPLETED"]

@@ -90,7 +90,7 @@ def test_preempted_trial_checkpoints_and_resumes_with_steps_continuing(preemptiv
     assert d["experiment"]["state"] == "COMPLETED", c.log("master.log")[-2000:]
     assert d["trials"][0]["restarts"] == 0
     [first_run, second_run] = runs(c, trial)
-    assert first_run["exit_reason"] == "PREEMPTED" and second_run["exit_reason"] == "EXITED"
+    assert first_run["exit_reason"] == "PREEMPTED" and second_run["exit_reason"] == "COMPLETED"
     steps = [m["steps_completed"] for m in metrics(c, trial, "training")]
     assert steps == sorted(set(steps)) and steps[-1] == 400
     assert [m["steps_completed"] for m in metrics(c, trial, "validation")] == [100, 200, 300, 400]
@@ -203,4 +203,4 @@ def test_losing_an_agent_requeues_the_whole_gang_without_counting_a_restart(two_
     c.start_agent(1)
     d = wait_state(c, exp, {"COMPLETED", "ERROR"}, timeout=120)
     assert d["experiment"]["state"] == "COMPLETED" and d["trials"][0]["restarts"] == 0
-    assert [r["exit_reason"] for r in runs(c, trial)] == ["AGENT_LOST", "EXITED"]
+    assert [r["exit_reason"] for r in runs(c, trial)] == ["AGENT_LOST", "COMPLETED"]

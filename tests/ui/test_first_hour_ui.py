@@ -173,7 +173,7 @@ def test_hyperparameter_view_follows_the_config_and_progress_the_state(ui_cluste
     c.wait_for(lambda: c.client().get(f"/experiments/{failing}")["experiment"]["state"] == "ERROR", timeout=120,
                what="the experiment to fail")
     page.goto(f"{c.url}/experiments/{failing}")
-    shown = page.text_content("#facts dd[data-fact='Searcher progress']")
+    shown = page.text_content("#facts dd[data-fact='Progress']")
     assert shown == "0% (failed)", shown
     page.goto(f"{c.url}/?q=fails-at-once")
     page.wait_for_selector(f'#experiments tr[data-key="{failing}"]')

@@ -45,6 +45,7 @@ class AllocationState(str, enum.Enum):
 class ExitReason(str, enum.Enum):
     """Why a trial run ended, as recorded on the allocation."""
 
+    COMPLETED = "COMPLETED"  # it ended its trial's work: trained its length, or stopped when the searcher asked
     EXITED = "EXITED"  # the process ended by itself
     KILLED = "KILLED"  # the user or master killed it
     AGENT_LOST = "AGENT_LOST"  # its agent stopped heartbeating

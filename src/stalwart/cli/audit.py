@@ -12,7 +12,10 @@ from stalwart.cli.durations import WHEN_FORMS, parse_when
 
 @click.group("audit", cls=AliasedGroup, aliases={"ls": "list"})
 def audit() -> None:
-    """The audit log (admins only)."""
+    """Read the audit log of changes (admins only).
+
+    The master records every call that changed something: who made it, when, and how it ended (ok, refused,
+    throttled, failed)."""
 
 
 @audit.command("list")
@@ -23,7 +26,10 @@ def audit() -> None:
 @format_options
 @click.pass_context
 def list_entries(ctx, username: str | None, since: str | None, limit: int, fmt: output.Format) -> None:
-    """List the newest entries of the audit log, oldest first."""
+    """List the newest entries of the audit log, oldest first.
+
+    Admins only. The --limit newest entries (after --user and --since filter them), each with its time, user,
+    method and path, what it acted on, and its status and outcome. It changes nothing."""
     after = parse_when(since, "--since") if since is not None else None
     entries = client_of(ctx).audit_log(username=username, since=after, limit=limit)
     output.emit(fmt, ["Time", "User", "Method", "Path", "Target", "Status", "Outcome"],

@@ -30,7 +30,10 @@ WAIT_S = 600.0  # how long the browser flow waits for the login to come back
 
 @click.group("auth")
 def auth() -> None:
-    """Single sign-on: log in through the master's identity provider (`auth login`)."""
+    """Log in through single sign-on.
+
+    For a master set up with an OpenID Connect identity provider; `user login` logs in with a password
+    instead."""
 
 
 @auth.command("login")
@@ -38,7 +41,11 @@ def auth() -> None:
               help="Print the login URL instead of opening a browser here, and ask for the code the master shows.")
 @click.pass_context
 def login(ctx, headless: bool) -> None:
-    """Log in through the master's single sign-on provider and make that user this master's active user."""
+    """Log in through the master's single sign-on provider.
+
+    It opens the provider's login page in a browser (--headless: prints its address and asks for the code the
+    master's page shows), then keeps the session in the auth file and makes that user this master's active user,
+    as `user login` does with a password. `user logout` ends the session."""
     url = master_url_of(ctx)
     with Client(url, timeout=30) as client:
         info = client.sso_info()

@@ -26,7 +26,11 @@ mode_option = click.option(
 
 @click.group("checkpoint", cls=AliasedGroup, aliases={"rm": "delete"})
 def checkpoint() -> None:
-    """Inspect, download and delete checkpoints."""
+    """Inspect, download and delete checkpoints.
+
+    A checkpoint is the saved state of a trial at one step, named by its UUID (`e list-checkpoints` and
+    `trial describe` show them); its files are in the experiment's checkpoint storage. `c` is short for
+    `checkpoint`."""
 
 
 @checkpoint.command("describe")
@@ -34,7 +38,10 @@ def checkpoint() -> None:
 @format_options
 @click.pass_context
 def describe(ctx: click.Context, uuid: str, fmt: output.Format) -> None:
-    """Show a checkpoint's trial, steps, files and metadata."""
+    """Show a checkpoint's trial, steps, files and metadata.
+
+    Its trial, steps completed, state, when it was reported, the storage it is in, its files, and the metadata
+    the trial saved with it. `download` copies its files."""
     c = client_of(ctx).get_checkpoint(uuid).checkpoint
     storage = c.storage or {}
     if fmt is not output.Format.TABLE:
@@ -77,7 +84,11 @@ def fetch_checkpoint(client: Client, ckpt: Checkpoint, dest: pathlib.Path, mode:
 @mode_option
 @click.pass_context
 def download(ctx: click.Context, uuid: str, output_dir: str | None, mode: DownloadMode) -> None:
-    """Copy a checkpoint's files to a local directory."""
+    """Copy a checkpoint's files to a local directory.
+
+    Into --output-dir (default checkpoints/UUID): straight from its storage when this machine sees it, else
+    through the master (--mode picks). Nothing changes on the cluster. `e download` and `trial download` pick
+    checkpoints by metric or age instead of by uuid."""
     client = client_of(ctx)
     dest = pathlib.Path(output_dir or pathlib.Path("checkpoints") / uuid)
     fetch_checkpoint(client, client.get_checkpoint(uuid).checkpoint, dest, mode)
@@ -95,8 +106,11 @@ def split_uuids(values: tuple[str, ...]) -> list[str]:
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
 def delete(ctx: click.Context, uuids: tuple[str, ...], yes: bool) -> None:
-    """Delete checkpoints UUID... (comma-separated lists too): their files are removed from storage, then each is
-    marked DELETED. Every uuid must exist, else nothing is deleted."""
+    """Delete checkpoints' files from storage, for good.
+
+    Each UUID's files are removed from storage, then it is marked DELETED (its metrics stay). UUIDs may be given
+    as separate arguments or comma-separated; every one must exist, else nothing is deleted. It asks first unless
+    --yes. `e delete` removes a whole experiment with its checkpoints."""
     wanted = split_uuids(uuids)
     if not wanted:
         raise InvalidRequest("give at least one checkpoint uuid")

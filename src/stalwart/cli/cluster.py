@@ -24,7 +24,11 @@ from stalwart.cli.base import AliasedGroup, client_of, format_options
               help="Master config file (pools, scheduler, security, ...), kept in $STALWART_HOME for later starts; "
                    "the local agent joins its default compute pool.")
 def up(port, slots, foreground, config_file) -> None:
-    """Start a local master and one agent (SQLite under $STALWART_HOME).
+    """Start a local cluster: a master and one agent.
+
+    Both run in the background (in this terminal with --foreground), with their SQLite database, logs and cluster
+    token under $STALWART_HOME; it prints the master's address. A cluster of this home already running is left as
+    it is. `down` stops it; `master run` and `agent run` start the parts of a cluster of several machines.
 
     The master config given with --config is copied into $STALWART_HOME and used by every later start of this
     home's cluster (`up` without --config, or a command that starts it) until another --config replaces it."""
@@ -56,7 +60,10 @@ def up(port, slots, foreground, config_file) -> None:
 
 @click.command("down")
 def down() -> None:
-    """Stop the local master and agent."""
+    """Stop the local cluster that `up` started.
+
+    Its agent stops first (its running trials and commands stop with it), then its master. Everything the master
+    recorded stays in $STALWART_HOME for the next `up`."""
     if local_cluster.stop():
         output.console.print("Stopped the local cluster.")
     else:
@@ -65,7 +72,9 @@ def down() -> None:
 
 @click.group("master", cls=AliasedGroup)
 def master() -> None:
-    """Run or inspect the master."""
+    """Run the master: the cluster's API, scheduler and web UI.
+
+    For a cluster of several machines; `up` starts a local master and agent for you."""
 
 
 @master.command("run")
@@ -79,7 +88,11 @@ def master() -> None:
 @click.option("--cluster-token", default=None, envvar="STALWART_CLUSTER_TOKEN", help="Token agents must present.")
 @click.option("--agent-timeout", type=float, default=None, help="Seconds before a silent agent is lost (default 30).")
 def master_run(config_file, db_url, host, port, home_dir, advertised_url, cluster_token, agent_timeout) -> None:
-    """Run the master in the foreground."""
+    """Run a master in the foreground until it is stopped.
+
+    It serves the API, the web UI and the scheduler on --host:--port, keeps its state in --db (SQLite under --home
+    by default, or PostgreSQL) and writes its cluster token for agents to $STALWART_HOME (or --home). `up` runs
+    one in the background with a local agent."""
     import uvicorn
 
     from stalwart.config.master import MasterConfig, load_master_config
@@ -125,7 +138,10 @@ def _private_sqlite_file(db_url: str) -> None:
 
 @click.group("agent", cls=AliasedGroup, aliases={"ls": "list"})
 def agent() -> None:
-    """Run or list agents."""
+    """Run, list, enable, disable or revoke agents.
+
+    An agent runs the tasks the master gives it on its slots (GPUs, or CPU slots). `disable` and `enable` decide
+    whether the scheduler may use one; `revoke` cuts one off the cluster. `a` is short for `agent`."""
 
 
 @agent.command("run")
@@ -136,7 +152,8 @@ def agent() -> None:
 @click.option("--token-file", default=None, type=click.Path(dir_okay=False), help="File holding the cluster token.")
 @click.option("--agent-id", default=None, help="Name of this agent (default: host name).")
 @click.option("--slots", type=int, default=None, help="Number of CPU slots (default: GPUs seen, else 1).")
-@click.option("--resource-pool", default="default", show_default=True)
+@click.option("--resource-pool", default="default", show_default=True,
+              help="The resource pool this agent's slots join (one of the master config's pools).")
 @click.option("--work-dir", default=None, help="Where trial working directories go.")
 @click.option("--log-buffer-mib", type=float, default=64.0, show_default=True, envvar="STALWART_AGENT_LOG_BUFFER_MIB",
               help="Log text each trial may have waiting for the master before its output blocks.")
@@ -155,7 +172,11 @@ def agent() -> None:
                    "Replaces the config's list (default: LD_LIBRARY_PATH, CUDA_*, NCCL_* and the proxy variables).")
 def agent_run(master_url, token, token_file, agent_id, slots, resource_pool, work_dir, log_buffer_mib,
               log_block_timeout, keep_work_dirs, config_file, passthrough) -> None:
-    """Run an agent in the foreground."""
+    """Run an agent in the foreground until it is stopped.
+
+    It enrolls with the master at --master (with the cluster token, only the first time), then starts the tasks
+    the master gives it on its slots and reports their output and exits; SIGTERM kills its running tasks and
+    stops it. `up` runs one beside a local master."""
     from stalwart.agent.daemon import Agent
     from stalwart.agent.slots import detect
     from stalwart.config.agent import AgentConfig, load_agent_config
@@ -204,7 +225,10 @@ def _cluster_token(token_file: str | None) -> str | None:
 @format_options
 @click.pass_context
 def agent_list(ctx, fmt) -> None:
-    """List agents and their slots."""
+    """List agents with their pool, slots and state.
+
+    A row per agent: host, resource pool, slots (and how many are in use), slot type, whether it is enabled,
+    draining and connected, and when it was last heard from. `slot list` shows which task holds each slot."""
     data = client_of(ctx).list_agents()
     output.emit(
         fmt, ["Agent", "Host", "Pool", "Slots", "Used", "Type", "Enabled", "Draining", "Connected", "Last seen"],
@@ -226,7 +250,10 @@ def _agent_ids(ctx, agent_id: str | None, all_agents: bool) -> list[str]:
 @click.option("--all", "all_agents", is_flag=True, help="Every agent.")
 @click.pass_context
 def agent_enable(ctx, agent_id, all_agents) -> None:
-    """Let the scheduler start tasks on AGENT_ID (or --all agents) again."""
+    """Let the scheduler use a disabled agent again.
+
+    Undoes `disable` for AGENT_ID (or every agent with --all): new tasks may start on its slots from the next
+    scheduling pass."""
     for a in _agent_ids(ctx, agent_id, all_agents):
         client_of(ctx).enable_agent(a)
         output.console.print(f"Enabled agent {a}.")
@@ -238,7 +265,11 @@ def agent_enable(ctx, agent_id, all_agents) -> None:
 @click.option("--drain", is_flag=True, help="Let its running tasks finish; start nothing new there.")
 @click.pass_context
 def agent_disable(ctx, agent_id, all_agents, drain) -> None:
-    """Start nothing more on AGENT_ID (or --all); without --drain its trials are preempted, its commands killed."""
+    """Keep new tasks off an agent, or empty it.
+
+    The scheduler starts nothing more on AGENT_ID (or on every agent with --all). Without --drain its running
+    trials are preempted (they checkpoint and go back to the queue) and its commands are killed; with --drain they
+    run to their end. The agent stays connected; `enable` undoes it, `revoke` cuts it off."""
     how = "draining: its running tasks finish" if drain else "its trials are preempted and commands killed"
     for a in _agent_ids(ctx, agent_id, all_agents):
         client_of(ctx).disable_agent(a, drain=drain)
@@ -249,7 +280,11 @@ def agent_disable(ctx, agent_id, all_agents, drain) -> None:
 @format_options
 @click.pass_context
 def agent_credentials(ctx, fmt) -> None:
-    """List agents' credentials: created, last used, revoked (admins; never the credential itself)."""
+    """List the agents' credentials and when each was used.
+
+    Admins only. A row per agent id: its credential's state, when it was created, last used and revoked, whether
+    it may enroll again and whether the agent is registered; never the credential itself. `revoke` cuts one
+    off."""
     data = client_of(ctx).list_agent_credentials()
     output.emit(fmt, ["Agent", "Credential", "Created", "Last used", "Revoked", "May re-enroll", "Registered"],
                 [(c.agent_id, c.state, output.when(c.created_at), output.when(c.last_used),
@@ -262,7 +297,11 @@ def agent_credentials(ctx, fmt) -> None:
               help="Let this agent id enroll again with the cluster token (e.g. its credential file was lost).")
 @click.pass_context
 def agent_revoke(ctx, agent_id, reenroll) -> None:
-    """Revoke AGENT_ID's credential: it is cut off from its next call, and lost after the agent timeout."""
+    """Cut an agent off the cluster by revoking its credential.
+
+    Admins only. AGENT_ID's next call is refused, and after the agent timeout it is counted lost (its trials
+    resume elsewhere from their checkpoints). With --reenroll the id may enroll again with the cluster token;
+    without it, it cannot. `disable` only keeps new tasks off an agent."""
     client_of(ctx).revoke_agent(agent_id, reenroll=reenroll)
     again = ("it may enroll again with the cluster token" if reenroll
              else "the cluster token cannot enroll this id again")
@@ -272,14 +311,19 @@ def agent_revoke(ctx, agent_id, reenroll) -> None:
 
 @click.group("slot", cls=AliasedGroup, aliases={"ls": "list"})
 def slot() -> None:
-    """Slots of the cluster's agents."""
+    """List the cluster's slots and what uses them.
+
+    A slot is one GPU (or one CPU slot) of an agent; each task holds whole slots. `s` is short for `slot`."""
 
 
 @slot.command("list")
 @format_options
 @click.pass_context
 def slot_list(ctx, fmt) -> None:
-    """List every slot and the task using it."""
+    """List every slot of every agent and the task using it.
+
+    A row per slot: agent, slot id, type, whether it is enabled and draining, and the allocation and task
+    holding it (empty when free). `agent list` counts them per agent."""
     data = client_of(ctx).list_slots()
     output.emit(fmt, ["Agent", "Slot", "Type", "Enabled", "Draining", "Allocation", "Task"],
                 [(s.agent_id, s.slot_id, s.type, s.enabled, s.draining, s.allocation_id or "", s.task_id or "")

@@ -12,7 +12,7 @@ import yaml
 
 from stalwart.api.errors import ConfigError, InvalidRequest
 from stalwart.api.models.tasks import Command
-from stalwart.cli import output
+from stalwart.cli import output, queued
 from stalwart.cli.base import AliasedGroup, client_of, format_options
 from stalwart.cli.follow import follow_task_logs
 from stalwart.cli.jobs import set_command
@@ -23,7 +23,11 @@ from stalwart.context import pack_context
 
 @click.group("command", cls=AliasedGroup, aliases={"ls": "list"})
 def command() -> None:
-    """Run programs on the cluster (not preemptible; each is a job in the queue)."""
+    """Run any program on the cluster, as a job in the queue.
+
+    A command is a task that is not a trial: it waits in the job queue for slots like an experiment, but it is
+    never preempted, saves no checkpoint and ends when its program exits or is killed. `cmd` is short for
+    `command`."""
 
 
 def _config(config_file: str | None, overrides: tuple[str, ...], entrypoint: tuple[str, ...]) -> dict:
@@ -57,9 +61,13 @@ def _config(config_file: str | None, overrides: tuple[str, ...], entrypoint: tup
 @click.argument("entrypoint", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def run(ctx, config_file, overrides, context_dir, detach, entrypoint) -> None:
-    """Run ENTRYPOINT... on the cluster (resources.slots: 1 by default, 0 for CPU-only on the aux pool).
+    """Run a program on the cluster and print its output.
 
-    Without --detach it prints the output and exits with the command's exit code."""
+    ENTRYPOINT... is the program and its arguments; it runs on an agent in a copy of --context's directory (if
+    given), with resources.slots slots (1 by default, 0 for CPU-only on the aux pool). Without --detach it says
+    why while the command waits in the queue, then prints the output and exits with the command's exit code; with
+    --detach it prints the command's id and returns (`cmd logs ID --follow` prints the output later, `cmd kill ID`
+    stops it)."""
     config = _config(config_file, overrides, entrypoint)
     context_b64 = None
     if context_dir:
@@ -71,6 +79,8 @@ def run(ctx, config_file, overrides, context_dir, detach, entrypoint) -> None:
     cmd = client.create_command(config, context_b64).command
     output.console.print(f"Launched command {cmd.id} ({cmd.description}) in pool {cmd.resource_pool}.")
     if not detach:
+        queued.wait_while_queued(client, "COMMAND", cmd.id, f"Command {cmd.id}", hint=(
+            f"(`stalwart job list` shows the queue; `stalwart cmd kill {cmd.id}` cancels it.)"))
         follow_task_logs(client, cmd.id, True)
         final = _ended(client, cmd.id)
         output.console.print(f"Command {cmd.id} ended: {final.result} (exit code {final.exit_code}).")
@@ -106,11 +116,17 @@ def exit_status(cmd: Command) -> int:
 @format_options
 @click.pass_context
 def list_(ctx, active_only, show_all, fmt) -> None:
-    """List commands, finished ones too (with how they ended and their exit code)."""
+    """List commands with their state, result and exit code.
+
+    Ended commands too, unless --active: a row per command with its program, state, result (COMPLETED, ERROR or
+    CANCELED once it has ended), exit code, owner, where it runs, when it was created and ended, and why one still
+    queued waits. `cmd logs ID` prints one's output."""
     data = client_of(ctx).list_tasks(include_ended=not active_only)
-    output.emit(fmt, ["ID", "Description", "State", "Result", "Exit code", "Owner", "Pool", "Created", "Ended", "Note"],
-                [(c.id, c.description, c.state, c.result, c.exit_code, c.owner, c.resource_pool,
-                  output.when(c.created_at), output.when(c.ended_at), c.pending_reason or "") for c in data.tasks],
+    output.emit(fmt, ["ID", "Description", "State", "Result", "Exit code", "Owner", "Workspace", "Project", "Pool",
+                      "Created", "Ended", "Note"],
+                [(c.id, c.description, c.state, c.result, c.exit_code, c.owner, c.workspace, c.project,
+                  c.resource_pool, output.when(c.created_at), output.when(c.ended_at), c.pending_reason or "")
+                 for c in data.tasks],
                 json_data=data)
 
 
@@ -119,7 +135,10 @@ def list_(ctx, active_only, show_all, fmt) -> None:
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new lines until the command ends.")
 @click.pass_context
 def logs(ctx, cmd_id, follow) -> None:
-    """Print a command's output."""
+    """Print a command's output so far.
+
+    Its standard output and error lines, as the master keeps them; --follow keeps printing new lines until the
+    command ends. It changes nothing: `cmd kill` stops a command."""
     follow_task_logs(client_of(ctx), cmd_id, follow)
 
 
@@ -127,7 +146,11 @@ def logs(ctx, cmd_id, follow) -> None:
 @click.argument("cmd_ids", type=int, nargs=-1, required=True)
 @click.pass_context
 def kill(ctx, cmd_ids) -> None:
-    """Kill commands."""
+    """Stop commands at once; a queued one never starts.
+
+    Each running command's program is killed (SIGKILL, with no chance to clean up) and the command ends CANCELED;
+    one still waiting in the queue ends CANCELED without starting. A command that has already ended is refused.
+    Commands save no checkpoint, so there is no gentler stop."""
     for cmd_id in cmd_ids:
         client_of(ctx).kill_command(cmd_id)
         output.console.print(f"Killed command {cmd_id}.")

@@ -31,7 +31,12 @@ from stalwart.context import pack_context
 @click.group("experiment", cls=AliasedGroup, aliases={"ls": "list", "lt": "list-trials", "lc": "list-checkpoints",
                                                        "unpause": "activate"})
 def experiment() -> None:
-    """Create and manage experiments."""
+    """Create, follow, stop and inspect experiments.
+
+    An experiment runs its config's search over the code of a context directory: its searcher creates trials and
+    decides how long each trains. Stop one for now with `pause` (`activate` resumes it), for good with `cancel`
+    (trials checkpoint first) or `kill` (at once); `archive` hides an ended one and `delete` removes it. `e` is
+    short for `experiment`."""
 
 
 def submit(client: Client, config_text: str, context_b64: str, *, paused: bool
@@ -60,7 +65,13 @@ def submit(client: Client, config_text: str, context_b64: str, *, paused: bool
 def create(ctx: click.Context, config_file: str, context_dir: str, includes: tuple[str, ...],
            overrides: tuple[str, ...], follow: bool, paused: bool, test_mode: bool, local: bool,
            fmt: output.Format) -> None:
-    """Create an experiment from CONFIG_FILE with the code in CONTEXT_DIR."""
+    """Create and start an experiment from a config and code.
+
+    CONFIG_FILE is its YAML config (Determined's schema; --config KEY=VAL changes a key); CONTEXT_DIR holds its
+    code, packed (less what .detignore excludes; 95 MiB at most) and sent to the master, which checks both before
+    it stores anything. It prints the new experiment's id and returns; --follow streams the first trial's logs
+    until the experiment ends, --paused creates it without starting it (`activate` starts it), and --test-mode runs
+    a short smoke test instead. `fork` creates one from an existing experiment's config and code."""
     if sum(map(bool, (follow, paused, test_mode))) > 1:
         raise InvalidRequest("--follow, --paused and --test-mode cannot be used together")
     if local and not test_mode:
@@ -95,16 +106,24 @@ def create(ctx: click.Context, config_file: str, context_dir: str, includes: tup
 @click.option("--user", default=None, help="Only experiments this user owns.")
 @click.option("--workspace", default=None, help="Only experiments in this workspace.")
 @click.option("--project", default=None, help="Only experiments in this project (of --workspace).")
-@click.option("--sort-by", type=click.Choice(get_args(SortBy)), default="id", show_default=True)
-@click.option("--order-by", type=click.Choice(get_args(OrderBy)), default="desc", show_default=True)
-@click.option("--limit", default=200, show_default=True, type=click.IntRange(1))
-@click.option("--offset", default=0, type=click.IntRange(0))
+@click.option("--sort-by", type=click.Choice(get_args(SortBy)), default="id", show_default=True,
+              help="The field to sort by (id: the order of creation).")
+@click.option("--order-by", type=click.Choice(get_args(OrderBy)), default="desc", show_default=True,
+              help="asc: smallest first; desc: largest (newest) first.")
+@click.option("--limit", default=200, show_default=True, type=click.IntRange(1),
+              help="The most experiments to list.")
+@click.option("--offset", default=0, type=click.IntRange(0),
+              help="Skip this many first (the next page: --offset 200).")
 @format_options
 @click.pass_context
 def list_(ctx: click.Context, states: tuple[str, ...], labels: tuple[str, ...], name: str | None,
           include_archived: bool, user: str | None, workspace: str | None, project: str | None, sort_by: SortBy,
           order_by: OrderBy, limit: int, offset: int, fmt: output.Format) -> None:
-    """List experiments (newest first unless --sort-by/--order-by say otherwise); archived ones only with --all."""
+    """List experiments, newest first, with their progress.
+
+    Archived experiments only with --all. --state, --label, --name, --user, --workspace and --project keep only
+    the matching ones; --sort-by and --order-by change the order, --limit and --offset page through them.
+    `describe` shows one experiment with its trials; `project list-experiments` lists one project's."""
     if project is not None and workspace is None:
         raise InvalidRequest(f"--project {project} needs --workspace: project names are unique only in a workspace")
     data = client_of(ctx).list_experiments(
@@ -134,7 +153,11 @@ def where(e: Experiment, field: str) -> str | None:
               help="The project to move it into, after its workspace: `--project team-a/baselines`.")
 @click.pass_context
 def move(ctx: click.Context, exp_id: int, destination: str) -> None:
-    """Move experiment EXP_ID into another project (its workspace's roles then apply to it)."""
+    """Move an experiment into another project.
+
+    --project names the destination as WORKSPACE/PROJECT (not an archived one). The roles of the destination's
+    workspace then decide who may see and change experiment EXP_ID; its trials, checkpoints and logs stay as
+    they are."""
     workspace_name, sep, project_name = destination.partition("/")
     if not sep or not workspace_name or not project_name or "/" in project_name:
         raise InvalidRequest(f"--project {destination!r}: expected WORKSPACE/PROJECT, such as Uncategorized/"
@@ -156,7 +179,12 @@ def _percent(fraction: float | None) -> str:
 @format_options
 @click.pass_context
 def describe(ctx: click.Context, exp_id: int, with_metrics: bool, fmt: output.Format) -> None:
-    """Show an experiment, its trials and, if it failed, why (--metrics: every metric reported)."""
+    """Show an experiment, its trials and why it failed.
+
+    First the experiment (state, progress, searcher and metric, best validation, labels, notes, error), then a
+    row per trial (state, steps, restarts, latest validation, hyperparameters, error); --metrics adds every metric
+    each trial reported, a row per step. `list-trials` shows only the trial rows; `trial describe` shows one
+    trial's runs and restarts."""
     client = client_of(ctx)
     d = client.get_experiment(exp_id)
     metrics = metric_table(client, [t.id for t in d.trials]) if with_metrics else None
@@ -211,7 +239,7 @@ def _trials_table(trials: list[Trial], fmt: output.Format = output.Format.TABLE,
 
 
 def _action(name: ExperimentAction, verb: str) -> click.Command:
-    @experiment.command(name, help=f"{HELP.get(name, verb.capitalize() + ' an experiment')}.")
+    @experiment.command(name, help=HELP[name])
     @click.argument("exp_id", type=int)
     @click.pass_context
     def cmd(ctx: click.Context, exp_id: int) -> None:
@@ -222,8 +250,34 @@ def _action(name: ExperimentAction, verb: str) -> click.Command:
     return cmd
 
 
-HELP = {"archive": "Hide an ended experiment from `e list` (--all shows it)",
-        "unarchive": "List an archived experiment again"}
+HELP: dict[ExperimentAction, str] = {
+    "pause": "Pause an experiment: its trials checkpoint and stop.\n\n"
+             "Each running trial is asked to save a checkpoint and exit (one still running after the config's "
+             "preemption_timeout is killed, and later resumes from the checkpoint it had); no trial starts while "
+             "it is PAUSED, and its slots go to other jobs. Only an ACTIVE experiment can be paused. `activate` "
+             "resumes it; `cancel` and `kill` end it for good.",
+    "activate": "Resume a paused experiment from its checkpoints.\n\n"
+                "The experiment is ACTIVE again and its trials go back into the job queue; each trains on from its "
+                "latest checkpoint when it gets slots. Only a PAUSED experiment (by `pause`, or created with "
+                "--paused) can be activated; an ACTIVE one is left as it is. `unpause` is the same command.",
+    "cancel": "End an experiment, letting its trials checkpoint.\n\n"
+              "Each running trial is asked to save a checkpoint and exit, as for `pause`; trials not running end at "
+              "once. The experiment is STOPPING_CANCELED until its last trial has exited, then CANCELED for good: "
+              "it cannot be activated again (`continue` or `fork` build on its checkpoints). `kill` ends it at once "
+              "instead, without the checkpoints; `pause` stops it for now.",
+    "kill": "End an experiment at once, with no checkpoint.\n\n"
+            "Each running trial's processes are killed (SIGKILL): what it trained since its latest checkpoint is "
+            "lost. The experiment is STOPPING_KILLED until its trials have exited, then CANCELED, as after "
+            "`cancel`. `cancel` lets each trial save a checkpoint first; kill is for trials that hang, or a cancel "
+            "that takes too long (a kill hurries a cancel already under way).",
+    "archive": "Hide an ended experiment from `e list`.\n\n"
+               "Only a COMPLETED, CANCELED or ERROR experiment can be archived. Nothing is deleted: `e list --all` "
+               "still lists it, `describe`, `logs` and the downloads still work, and `unarchive` brings it back. "
+               "`delete` removes it and its checkpoints' files for good.",
+    "unarchive": "Show an archived experiment in `e list` again.\n\n"
+                 "The opposite of `archive`: the experiment is listed without --all again; nothing else about it "
+                 "changes.",
+}
 ACTIONS: tuple[tuple[ExperimentAction, str], ...] = (
     ("pause", "paused"), ("activate", "activated"), ("cancel", "canceled"), ("kill", "killed"),
     ("archive", "archived"), ("unarchive", "unarchived"))
@@ -233,10 +287,15 @@ for _name, _verb in ACTIONS:
 
 @experiment.command("wait")
 @click.argument("exp_id", type=int)
-@click.option("--polling-interval", default=5.0, show_default=True)
+@click.option("--polling-interval", default=5.0, show_default=True,
+              help="Seconds between two looks at the experiment's state.")
 @click.pass_context
 def wait(ctx, exp_id, polling_interval) -> None:
-    """Wait until the experiment ends; exit code 0 only if it COMPLETED."""
+    """Wait for an experiment to end; exit 0 if it completed.
+
+    It asks the master every --polling-interval seconds until experiment EXP_ID is COMPLETED, CANCELED or ERROR,
+    prints how it ended, and exits 0 only if it COMPLETED (else 1), so a script can go on only after a success. It
+    changes nothing; `create --follow` waits the same way while printing the first trial's logs."""
     client = client_of(ctx)
     while True:
         d = client.get_experiment(exp_id)
@@ -254,7 +313,10 @@ def wait(ctx, exp_id, polling_interval) -> None:
 @format_options
 @click.pass_context
 def list_trials(ctx: click.Context, exp_id: int, fmt: output.Format) -> None:
-    """List the trials of an experiment."""
+    """List each trial's state, steps and latest validation.
+
+    A row per trial of experiment EXP_ID: state, steps completed, restarts, latest validation metrics,
+    hyperparameters and error, as `describe` shows them but without the experiment's own fields."""
     data = client_of(ctx).experiment_trials(exp_id)
     _trials_table(data.trials, fmt, data)
 
@@ -264,7 +326,10 @@ def list_trials(ctx: click.Context, exp_id: int, fmt: output.Format) -> None:
 @format_options
 @click.pass_context
 def list_checkpoints(ctx: click.Context, exp_id: int, fmt: output.Format) -> None:
-    """List the checkpoints of an experiment."""
+    """List the checkpoints an experiment's trials saved.
+
+    A row per checkpoint of experiment EXP_ID: uuid, trial, steps, state, size and when it was reported. `download`
+    fetches the best of them by metric; `checkpoint download UUID` fetches one, `checkpoint delete` removes one."""
     data = client_of(ctx).experiment_checkpoints(exp_id)
     output.emit(
         fmt, ["UUID", "Trial", "Steps", "State", "Size", "Reported"],
@@ -284,7 +349,12 @@ def _size(resources: dict[str, int] | None) -> str:
 @format_options
 @click.pass_context
 def preview_search(ctx: click.Context, config_file: str, overrides: tuple[str, ...], fmt: output.Format) -> None:
-    """Show the trials and lengths a search would create, without running anything."""
+    """Show the trials a search would create; run nothing.
+
+    The master plays CONFIG_FILE's searcher (with each --config change) against a made-up metric and prints how
+    many trials it would create and how far each would train. Its trials validate where min_validation_period puts
+    validations, and it warns about each rung that falls between them. Nothing is stored or started; `e create`
+    runs the search for real."""
     reply = client_of(ctx).preview_search(read_config_text(config_file, overrides))
     if fmt is not output.Format.TABLE:
         p = reply.preview

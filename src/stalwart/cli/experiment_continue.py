@@ -37,8 +37,12 @@ def _overrides(config_file: str | None, overrides: tuple[str, ...]) -> dict[str,
 @click.pass_context
 def continue_(ctx: click.Context, exp_id: int, config_file: str | None, overrides: tuple[str, ...],
               follow: bool) -> None:
-    """Continue an ended (or failed) single-trial experiment: its trial trains on from its latest checkpoint, with
-    the config keys given changed (e.g. --config searcher.max_length=200, --config max_restarts=5)."""
+    """Train an ended single-trial experiment further.
+
+    Experiment EXP_ID (COMPLETED, CANCELED or ERROR) becomes ACTIVE again, and its one trial
+    trains on from its latest checkpoint with the config keys given changed (e.g. --config
+    searcher.max_length=200, or --config max_restarts=5 after a failure); keys that cannot change are refused by
+    name. `fork` starts a new experiment from scratch instead, for any search; `activate` resumes a paused one."""
     changes = _overrides(config_file, overrides)
     client = client_of(ctx)
     trials = client.experiment_trials(exp_id).trials
@@ -59,8 +63,12 @@ def continue_(ctx: click.Context, exp_id: int, config_file: str | None, override
 @click.pass_context
 def fork(ctx: click.Context, exp_id: int, config_file: str | None, overrides: tuple[str, ...], paused: bool,
          follow: bool, fmt: output.Format) -> None:
-    """Create a new experiment from experiment EXP_ID's config and code: CONFIG_FILE's keys (if given) replace the
-    old config's, then each --config KEY=VAL."""
+    """Copy an experiment's config and code into a new one.
+
+    The new experiment gets experiment EXP_ID's code and config, with CONFIG_FILE's keys (if given) in place of the
+    old ones, then each --config KEY=VAL; its trials start from scratch (it is created paused with --paused). The
+    old experiment is unchanged. `continue` instead trains a finished single-trial experiment's own trial further
+    from its checkpoint."""
     if follow and paused:
         raise InvalidRequest("--follow and --paused cannot be used together")
     client = client_of(ctx)

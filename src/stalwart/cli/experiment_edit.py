@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from stalwart.api.errors import NotFoundError
+from stalwart.api.models.experiments import DeletedExperiment
 from stalwart.cli import output
 from stalwart.cli.base import AliasedGroup, client_of
 from stalwart.cli.jobs import SET_KEYS, set_job_value
@@ -12,8 +13,9 @@ from stalwart.cli.jobs import SET_KEYS, set_job_value
 TEXT_KEYS = ("name", "description", "notes")
 """Keys `e set` changes on the experiment itself (the others are its job's scheduling keys)."""
 
-DELETE_WARNING = ("Deleting experiment {id} removes its checkpoints' files from storage, then its trials, metrics, "
-                  "logs and checkpoint records, for good. `stalwart e archive {id}` hides it instead. Delete it?")
+DELETE_WARNING = ("Deleting experiment {id} removes its checkpoints' and TensorBoard files from storage (but "
+                  "checkpoints other experiments started from), then its trials, metrics, logs and checkpoint records, "
+                  "for good. `stalwart e archive {id}` hides it instead. Delete it?")
 
 
 @click.command("delete")
@@ -21,14 +23,35 @@ DELETE_WARNING = ("Deleting experiment {id} removes its checkpoints' files from 
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
 def delete(ctx: click.Context, exp_id: int, yes: bool) -> None:
-    """Delete an ended experiment with its checkpoints' files (refused while it is not in a terminal state)."""
+    """Delete an ended experiment and its files for good.
+
+    Its checkpoints' files leave storage, then its trials, metrics, logs and checkpoint records go. Only a
+    COMPLETED, CANCELED or ERROR experiment can be deleted (`cancel` or `kill` it first); it asks before deleting
+    unless --yes. `archive` only hides an experiment from `e list`, and `checkpoint delete` removes single
+    checkpoints."""
     client = client_of(ctx)
     client.get_experiment(exp_id)  # an unknown id fails here, before the question
     if not yes and not click.confirm(DELETE_WARNING.format(id=exp_id), default=False, err=True):
         output.console.print(f"Kept experiment {exp_id}.")
         return
-    client.delete_experiment(exp_id)
-    output.console.print(f"Deleted experiment {exp_id} and its checkpoints.")
+    done = client.delete_experiment(exp_id)
+    print_deleted(exp_id, done)
+
+
+def print_deleted(exp_id: int, done: DeletedExperiment) -> None:
+    """What `e delete` removed, and each checkpoint it kept with who still uses it."""
+    files = f"the files of {_checkpoints(done.deleted_checkpoints)}" if done.deleted_checkpoints else "its files"
+    output.console.print(f"Deleted experiment {exp_id}: {files} and its records.", markup=False)
+    if not done.kept_checkpoints:
+        return
+    output.console.print(f"Kept {_checkpoints(len(done.kept_checkpoints))} (files and record) that other experiments "
+                         "use; deleting the experiments that use them deletes them too:", markup=False)
+    for kept in done.kept_checkpoints:
+        output.console.print(f"  {kept.uuid}: {kept.reason}", markup=False, soft_wrap=True)
+
+
+def _checkpoints(n: int) -> str:
+    return f"{n} checkpoint{'' if n == 1 else 's'}"
 
 
 @click.command("set")
@@ -37,8 +60,12 @@ def delete(ctx: click.Context, exp_id: int, yes: bool) -> None:
 @click.argument("value")
 @click.pass_context
 def set_(ctx: click.Context, key: str, exp_id: int, value: str) -> None:
-    """Set an experiment's name, description or notes, or its priority, weight or max-slots (effective on the next
-    scheduling pass)."""
+    """Change an experiment's name, notes or scheduling keys.
+
+    KEY is name, description or notes (what `describe` and the web UI show), or a key of its job in the queue:
+    priority (1 most urgent .. 99), weight (its fair share) or max-slots (the most slots its trials hold at once),
+    which take effect on the next scheduling pass. `job update` also moves a job in the queue or to another
+    pool."""
     client = client_of(ctx)
     if key not in TEXT_KEYS:
         set_job_value(client, "experiment", key, exp_id, value)
@@ -51,7 +78,9 @@ def set_(ctx: click.Context, key: str, exp_id: int, value: str) -> None:
 
 @click.group("label", cls=AliasedGroup, aliases={"rm": "remove"})
 def label() -> None:
-    """Add or remove an experiment's labels."""
+    """Add or remove an experiment's labels.
+
+    Labels are free tags for finding experiments again: `e list --label NAME` lists those that have it."""
 
 
 @label.command("add")
@@ -59,7 +88,10 @@ def label() -> None:
 @click.argument("name")
 @click.pass_context
 def label_add(ctx: click.Context, exp_id: int, name: str) -> None:
-    """Add label NAME to experiment EXP_ID."""
+    """Tag an experiment with a label, keeping its others.
+
+    Label NAME is added to experiment EXP_ID's labels (nothing changes if it has it already); the labels it has
+    are printed. `e list --label NAME` finds it by it."""
     client = client_of(ctx)
     labels = client.get_experiment(exp_id).experiment.labels
     if name in labels:
@@ -74,7 +106,10 @@ def label_add(ctx: click.Context, exp_id: int, name: str) -> None:
 @click.argument("name")
 @click.pass_context
 def label_remove(ctx: click.Context, exp_id: int, name: str) -> None:
-    """Remove label NAME from experiment EXP_ID (an error if it does not have it)."""
+    """Take a label off an experiment, keeping its others.
+
+    Label NAME is removed from experiment EXP_ID's labels; an experiment without it is an error that lists the
+    labels it has."""
     client = client_of(ctx)
     labels = client.get_experiment(exp_id).experiment.labels
     if name not in labels:

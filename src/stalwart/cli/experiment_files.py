@@ -29,7 +29,11 @@ POLL_SECONDS = 0.5
 @log_filter_options
 @click.pass_context
 def logs(ctx: click.Context, exp_id: int, follow: bool, log_filter: LogFilter) -> None:
-    """Print every trial's logs, trial by trial, each line after its trial id (the filters apply to each trial)."""
+    """Print the logs of all of an experiment's trials.
+
+    Trial by trial, each line after its trial id; the filters (--level, --since, --grep, --head, --tail) apply
+    to each trial's lines. --follow keeps printing, the trials the search creates later too, until the
+    experiment ends. `trial logs` prints one trial's."""
     client = client_of(ctx)
     printed: set[int] = set()
     while True:
@@ -50,7 +54,10 @@ def logs(ctx: click.Context, exp_id: int, follow: bool, log_filter: LogFilter) -
 @click.argument("exp_id", type=int)
 @click.pass_context
 def config(ctx: click.Context, exp_id: int) -> None:
-    """Print the experiment's stored config (defaults filled in) as YAML."""
+    """Print an experiment's config as the master stored it.
+
+    As YAML on standard output, with the defaults filled in: the config its trials ran with, ready for `e create`
+    or `fork`."""
     stored = client_of(ctx).get_experiment(exp_id).config
     sys.stdout.write(yaml.safe_dump(stored, sort_keys=False, default_flow_style=False))
 
@@ -60,7 +67,10 @@ def config(ctx: click.Context, exp_id: int) -> None:
 @click.option("--output-dir", default=".", show_default=True, help="Directory to write the archive in.")
 @click.pass_context
 def download_model_def(ctx: click.Context, exp_id: int, output_dir: str) -> None:
-    """Write the experiment's code (its context directory) as experiment_ID_model_def.tgz."""
+    """Download an experiment's code as a .tgz archive.
+
+    The context directory it was created with, as experiment_ID_model_def.tgz in --output-dir. `download` fetches
+    its checkpoints instead."""
     archive = base64.b64decode(client_of(ctx).experiment_model_def(exp_id).b64Tgz)
     directory = pathlib.Path(output_dir)
     directory.mkdir(parents=True, exist_ok=True)
@@ -83,8 +93,11 @@ def download_model_def(ctx: click.Context, exp_id: int, output_dir: str) -> None
 @click.pass_context
 def download(ctx: click.Context, exp_id: int, output_dir: str, top_n: int, sort_by: str | None,
              smaller_is_better: bool | None, quiet: bool, mode: DownloadMode) -> None:
-    """Download the experiment's best checkpoints: the TOP_N best by the validation metric at their steps (those
-    without a validation last, most trained first)."""
+    """Download an experiment's best checkpoints.
+
+    The --top-n best of all its trials' checkpoints, by the validation metric at their steps (the searcher's
+    metric, or --sort-by), each into OUTPUT_DIR/UUID; checkpoints without a validation come last, most trained
+    first. `trial download` picks one of a single trial's; `checkpoint download` takes a uuid."""
     client = client_of(ctx)
     exp = client.get_experiment(exp_id).experiment
     metric = sort_by or exp.metric

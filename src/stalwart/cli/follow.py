@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 
-from stalwart.api.errors import MasterUnavailable
+from stalwart.api.errors import MasterUnavailable, StalwartError
 from stalwart.api.models.experiments import ExperimentDetail
 from stalwart.api.models.trials import LogEntry
 from stalwart.api.states import ExperimentState
-from stalwart.cli import output
+from stalwart.cli import output, queued
 from stalwart.cli.log_filters import LogFilter
 from stalwart.client import Client
 
@@ -39,10 +39,20 @@ def format_line(entry: LogEntry) -> str:
 def follow_trial_logs(client: Client, trial_id: int, follow: bool = True, *, after_id: int = 0,
                       log_filter: LogFilter | None = None, prefix: str = "") -> None:
     """Print the trial's logs after line `after_id` (only those `log_filter` keeps, each after `prefix`); with follow,
-    reconnect after a master restart and keep going."""
+    reconnect after a master restart and keep going. A tail with follow is the last lines there are, then the new
+    ones (a tail of 0: only the new ones)."""
     params = (log_filter or LogFilter()).params()
-    follow_logs(lambda after: client.stream_trial_logs(trial_id, follow=follow, after_id=after, **params), follow,
-                after_id, prefix)
+    tail = params.pop("tail")
+    if tail == 0:
+        after_id, tail = max(after_id, last_log_id(client, trial_id)), None
+    start = after_id
+
+    def stream(after: int) -> Iterator[LogEntry]:
+        # the tail is taken once: a reconnect after lines were printed goes on from the last one printed
+        return client.stream_trial_logs(trial_id, follow=follow, after_id=after,
+                                        tail=tail if after == start else None, **params)
+
+    follow_logs(stream, follow, after_id, prefix, answers=lambda: master_answers(client))
 
 
 def last_log_id(client: Client, trial_id: int) -> int:
@@ -55,11 +65,24 @@ def last_log_id(client: Client, trial_id: int) -> int:
 
 def follow_task_logs(client: Client, task_id: int, follow: bool = True) -> None:
     """Print a command's output; with follow, reconnect after a master restart and keep going."""
-    follow_logs(lambda after: client.stream_task_logs(task_id, follow=follow, after_id=after), follow)
+    follow_logs(lambda after: client.stream_task_logs(task_id, follow=follow, after_id=after), follow,
+                answers=lambda: master_answers(client))
 
 
-def follow_logs(stream: LogStream, follow: bool = True, after_id: int = 0, prefix: str = "") -> None:
-    """Print a log stream (a trial's or a task's); with follow, reconnect after a master restart."""
+def master_answers(client: Client) -> bool:
+    """Whether the master answers a call now."""
+    try:
+        client.master_info(timeout=10)
+    except StalwartError:
+        return False
+    return True
+
+
+def follow_logs(stream: LogStream, follow: bool = True, after_id: int = 0, prefix: str = "",
+                answers: Callable[[], bool] | None = None) -> None:
+    """Print a log stream (a trial's or a task's); with follow, reconnect after a master restart. A stream that
+    timed out while nothing was printed (a queued or quiet task) goes on at once and silently when `answers()` says
+    the master answers: only a master that does not is reported as lost."""
     last = after_id
     while True:
         try:
@@ -70,6 +93,9 @@ def follow_logs(stream: LogStream, follow: bool = True, after_id: int = 0, prefi
         except MasterUnavailable as err:
             if not follow:
                 raise
+            if answers is not None and answers():
+                time.sleep(0.2)
+                continue
             output.info(f"{err}; reconnecting...")
             time.sleep(1.0)
 
@@ -79,6 +105,8 @@ def follow_experiment(client: Client, exp_id: int, *, after_id: int = 0) -> int:
     it ended; the exit status: 0 only when it COMPLETED."""
     trial_id = wait_for_first_trial(client, exp_id)
     if trial_id is not None:
+        queued.wait_while_queued(client, "EXPERIMENT", exp_id, f"Experiment {exp_id}",
+                                 hint=f"(`stalwart job list` shows the queue; `stalwart e kill {exp_id}` ends it.)")
         follow_trial_logs(client, trial_id, after_id=after_id)
     while True:
         d = client.get_experiment(exp_id)

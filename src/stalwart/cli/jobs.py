@@ -13,7 +13,11 @@ from stalwart.client import Client
 
 @click.group("job", cls=AliasedGroup, aliases={"ls": "list", "u": "update"})
 def job() -> None:
-    """The job queue: every experiment and command, in scheduling order."""
+    """List and reorder the job queue.
+
+    Every experiment and command is a job in its resource pool's queue; the scheduler gives free slots in queue
+    order (the priority policy: most urgent priority first, then queue position) or by weight (the fair-share
+    policy). `e set` and `cmd set` change an experiment's or a command's keys too. `j` is short for `job`."""
 
 
 def print_jobs(jobs: list[Job], fmt: output.Format = output.Format.TABLE, json_data: object = None) -> None:
@@ -32,7 +36,11 @@ def print_jobs(jobs: list[Job], fmt: output.Format = output.Format.TABLE, json_d
 @format_options
 @click.pass_context
 def list_jobs(ctx, resource_pool, fmt) -> None:
-    """List jobs in queue order (position, priority, weight, pool, state)."""
+    """List jobs in queue order, with priority, weight and pool.
+
+    A row per job not yet ended: its queue position, the experiment or command it is, its state (QUEUED, or
+    SCHEDULED once it holds slots), priority, weight, pool, slots held and asked for, and why it waits. It changes
+    nothing; `update` does."""
     data = client_of(ctx).list_jobs(resource_pool=resource_pool or None)
     print_jobs(data.jobs, fmt, data)
 
@@ -46,7 +54,11 @@ def list_jobs(ctx, resource_pool, fmt) -> None:
 @click.option("--behind-of", default=None, metavar="JOB_ID", help="Put it just behind this job.")
 @click.pass_context
 def update(ctx, job_id, priority, weight, resource_pool, ahead_of, behind_of) -> None:
-    """Change a job's priority, weight, pool or place in the queue (effective on the next scheduling pass)."""
+    """Change a job's priority, weight, pool or queue position.
+
+    Only what is given changes, on the next scheduling pass: --priority, --weight, --resource-pool, and
+    --ahead-of or --behind-of another job of the same priority. JOB_ID is the job id `list` shows. `e set` and
+    `cmd set` change the same keys by experiment or command id."""
     changes = any(v is not None for v in (priority, weight, resource_pool))
     if not changes and not ahead_of and not behind_of:
         raise InvalidRequest("nothing to update: give --priority, --weight, --resource-pool, --ahead-of or --behind-of")
@@ -92,6 +104,9 @@ def set_command(kind: str, keys: tuple[str, ...]) -> click.Command:
     def set_(ctx, key, entity_id, value) -> None:
         set_job_value(client_of(ctx), kind, key, entity_id, value)
 
-    set_.__doc__ = f"Set the {'/'.join(keys)} of {kind} ID (effective on the next scheduling pass)."
+    set_.__doc__ = (f"Set a {kind}'s {' or '.join(keys)} in the job queue.\n\n"
+                    f"KEY is {' or '.join(keys)}; ENTITY_ID the {kind}'s id; VALUE the new value (priority: 1 most "
+                    f"urgent .. 99). It takes effect on the next scheduling pass; `job update` changes the same "
+                    f"keys by job id, and can move a job ahead of another.")
     set_.help = set_.__doc__
     return set_

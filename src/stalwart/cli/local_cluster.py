@@ -27,6 +27,8 @@ from stalwart.client import Client, credentials
 
 DEFAULT_PORT = 8080
 KEPT_CONFIG = "master-config.yaml"
+KEPT_PORT = "master-port"
+"""The port this home's master last listened on, kept across `down` so that every later `up` serves the same URL."""
 
 
 def port_free(port: int, host: str = "127.0.0.1") -> bool:
@@ -192,7 +194,8 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
     """Start master and agent; returns the record written to $STALWART_HOME/local-cluster.json.
 
     After a crash, the survivors of the last start are reused: a master that still answers, an agent
-    that still runs (its trials too), and the recorded port, so that nothing runs twice.
+    that still runs (its trials too), and the recorded port, so that nothing runs twice. After `down`, the
+    port the master had is used again (KEPT_PORT), unless --port or the master config names another.
     """
     if slots is not None and slots < 0:
         raise InvalidRequest(f"--slots: expected an integer >= 0, got {slots}")
@@ -228,7 +231,7 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
     if master_pid and not master_alive(rec["url"], timeout=5.0):
         raise InvalidStateError(f"this home's master (pid {master_pid}) runs but does not answer at {rec['url']}; "
                                 f"stop the cluster with `stalwart down`, then start it again")
-    port = port or rec.get("port") or _from_config(config, "port") or pick_port()
+    port = port or rec.get("port") or _from_config(config, "port") or _kept_port_if_free(base, master_pid)
     url = f"http://127.0.0.1:{port}"
     master = None
     if master_pid:
@@ -244,11 +247,46 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
         agent_pid = agent.pid
     record = {"url": url, "master_pid": master_pid, "agent_pid": agent_pid, "home": str(base), "port": port,
               "cluster_id": cluster_id, "config": config, "slots": slots, "pool": pool}
-    homes.write_local_record(record)  # before waiting: `down` must find what was started, whatever happens next
+    _write_record(base, record)  # before waiting: `down` must find what was started, whatever happens next
     wait_for_agent(url, agent_id, agent, since)
     if foreground:
         _wait_foreground(agent, master)
     return record
+
+
+def _write_record(base: pathlib.Path, record: dict) -> None:
+    """Record what was started (local-cluster.json, gone at `down`) and keep its port (kept after `down`)."""
+    homes.write_local_record(record)
+    _keep(kept_port_file(base), f"{record['port']}\n")
+
+
+def kept_port_file(base: pathlib.Path) -> pathlib.Path:
+    """Where the home keeps the port its master last listened on (see KEPT_PORT)."""
+    return base / KEPT_PORT
+
+
+def kept_port(base: pathlib.Path) -> int | None:
+    """The port this home's master last listened on; None before its first start (or if the file is unreadable)."""
+    text = _read(kept_port_file(base))
+    if text is None or not text.strip().isdigit() or not 0 < int(text) < 65536:
+        return None
+    return int(text)
+
+
+def _kept_port_if_free(base: pathlib.Path, master_pid: int | None) -> int:
+    """The port for a start that names none: the one this home's master had before (its URL stays the same for
+    every bookmark), refused with the reason when something else holds it now; else 8080, or a free one."""
+    port = kept_port(base)
+    if port is None:
+        return pick_port()
+    if not master_pid and not port_free(port):
+        other = master_info(f"http://127.0.0.1:{port}")
+        who = f"another Stalwart master (cluster {other.cluster_id})" if other else "another program"
+        raise InvalidStateError(
+            f"port {port}, where this home's cluster listened before (its URL http://127.0.0.1:{port}), is now in "
+            f"use by {who}; stop that program, or start this cluster on another port with `stalwart up --port N` "
+            f"(kept for later starts)")
+    return port
 
 
 def _run_master(base: pathlib.Path, port: int, config: str | None, foreground: bool,

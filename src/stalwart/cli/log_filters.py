@@ -50,8 +50,9 @@ def make_filter(level: str | None, since: str | None, grep: str | None, head: in
     """The filter the options ask for; InvalidRequest for a combination that cannot be honoured."""
     if head is not None and tail is not None:
         raise InvalidRequest("give only one of --head and --tail")
-    if follow and (head is not None or tail is not None):
-        raise InvalidRequest("--head and --tail print a fixed number of lines; they cannot be used with --follow")
+    if follow and head is not None:
+        raise InvalidRequest("--head prints the first N lines and stops; it cannot be used with --follow (--tail N "
+                             "can: the last N lines, then the new ones)")
     return LogFilter(levels=list(LEVELS[LEVELS.index(level):]) if level else None,
                      since=parse_since(since) if since is not None else None,
                      grep=grep or None, head=head, tail=tail)

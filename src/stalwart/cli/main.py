@@ -48,7 +48,12 @@ EXIT_CODES = ("Exit codes: 0 done; 1 failed (an experiment that did not complete
 @click.version_option(stalwart.__version__, "-v", "--version", prog_name="stalwart")
 @click.pass_context
 def cli(ctx, master_url, user_name) -> None:
-    """Stalwart: train models on your cluster; runs Determined experiments unchanged."""
+    """Train models on your cluster; Determined experiments run unchanged.
+
+    Start a local cluster with `stalwart up`, then run an experiment with `stalwart e create CONFIG.yaml CODE_DIR
+    --follow`. Each command's --help says what it does and changes. Short names: e experiment, t trial,
+    c checkpoint, cmd command, j job, a agent, s slot, u user, tkn token, w workspace, p project, rp
+    resource-pool."""
     ctx.obj = {"master": master_url, "user": user_name}
 
 

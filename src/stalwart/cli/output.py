@@ -15,11 +15,21 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-# markup is off: names, labels and log lines are user text and must print as they are
-# piped output (scripts, logs) gets a wide page instead of Rich's 80 columns
-_width = None if sys.stdout.isatty() else 200
-console = Console(highlight=False, soft_wrap=True, markup=False, width=_width)
-err_console = Console(stderr=True, highlight=False, markup=False)
+UNWRAPPED_WIDTH = 1_000_000
+"""The page width of output that is not going to a terminal: scripts and logs read it, so no line is ever broken
+for width (a table is as wide as its cells, a sentence as long as it is)."""
+
+
+def _console(stderr: bool) -> Console:
+    """A console for stdout or stderr: a terminal gets its own width; a pipe or a file an unbroken page. Markup is
+    off: names, labels and log lines are user text and must print as they are."""
+    tty = (sys.stderr if stderr else sys.stdout).isatty()
+    return Console(stderr=stderr, highlight=False, markup=False, soft_wrap=not (stderr and tty),
+                   width=None if tty else UNWRAPPED_WIDTH)
+
+
+console = _console(stderr=False)
+err_console = _console(stderr=True)
 
 
 class Format(enum.Enum):

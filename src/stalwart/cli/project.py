@@ -15,7 +15,11 @@ from stalwart.cli.workspace import PROJECT_COLUMNS, project_rows
 
 @click.group("project", cls=AliasedGroup, aliases={"ls": "list"})
 def project() -> None:
-    """Projects: create, list, describe, edit, archive, unarchive, delete, list-experiments."""
+    """Create, change and delete projects in a workspace.
+
+    A project groups experiments and commands inside a workspace; each is named by its workspace's name and its
+    own, and the roles given on its workspace apply to everything in it. A config's `workspace:` and `project:`
+    keys put new work into one. `p` is short for `project`."""
 
 
 @project.command("create")
@@ -26,7 +30,10 @@ def project() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.pass_context
 def create(ctx, workspace_name: str, name: str, description: str | None, key: str | None, as_json: bool) -> None:
-    """Create project NAME in workspace WORKSPACE_NAME."""
+    """Create a project to hold experiments in a workspace.
+
+    Project NAME goes into workspace WORKSPACE_NAME (not an archived one); names are unique within a workspace.
+    Experiments and commands go into it when their config names it, and `e move` moves an experiment in."""
     client = client_of(ctx)
     made = client.create_project(client.workspace_by_name(workspace_name).id, name, description=description, key=key)
     if as_json:
@@ -40,7 +47,10 @@ def create(ctx, workspace_name: str, name: str, description: str | None, key: st
 @format_options
 @click.pass_context
 def list_(ctx, workspace_name: str, fmt: output.Format) -> None:
-    """List the projects of workspace WORKSPACE_NAME."""
+    """List a workspace's projects and their experiment counts.
+
+    A row per project of workspace WORKSPACE_NAME, archived ones too: id, name, state, experiments, key and
+    description. `workspace list-projects NAME` is the same list."""
     client = client_of(ctx)
     projects = client.list_projects(client.workspace_by_name(workspace_name).id)
     output.emit(fmt, PROJECT_COLUMNS, project_rows(projects), json_data=ProjectList(projects=projects))
@@ -52,7 +62,10 @@ def list_(ctx, workspace_name: str, fmt: output.Format) -> None:
 @format_options
 @click.pass_context
 def describe(ctx, workspace_name: str, name: str, fmt: output.Format) -> None:
-    """Show project NAME of workspace WORKSPACE_NAME."""
+    """Show one project's state, key and experiment count.
+
+    Project NAME of workspace WORKSPACE_NAME, as a row of `list` shows it; `list-experiments` lists what it
+    holds."""
     found = client_of(ctx).project_by_name(workspace_name, name)
     if fmt is output.Format.JSON:
         output.print_json(found)
@@ -67,7 +80,10 @@ def describe(ctx, workspace_name: str, name: str, fmt: output.Format) -> None:
 @format_options
 @click.pass_context
 def list_experiments(ctx, workspace_name: str, name: str, include_archived: bool, fmt: output.Format) -> None:
-    """List the experiments of project NAME in workspace WORKSPACE_NAME (as `e list --workspace --project`)."""
+    """List the experiments a project holds.
+
+    The experiments of project NAME in workspace WORKSPACE_NAME, newest first (archived ones only with --all), as
+    `e list --workspace WORKSPACE_NAME --project NAME` lists them."""
     ctx.invoke(experiment_list, workspace=workspace_name, project=name, include_archived=include_archived,
                as_json=fmt is output.Format.JSON, as_csv=fmt is output.Format.CSV)
 
@@ -81,7 +97,10 @@ def list_experiments(ctx, workspace_name: str, name: str, include_archived: bool
 @click.pass_context
 def edit(ctx, workspace_name: str, name: str, new_name: str | None, description: str | None,
          key: str | None) -> None:
-    """Change project NAME of workspace WORKSPACE_NAME: only what is given changes."""
+    """Rename a project or change its description or key.
+
+    Only what is given changes in project NAME of workspace WORKSPACE_NAME; its experiments stay in it. The
+    Uncategorized project cannot be renamed."""
     if new_name is None and description is None and key is None:
         raise InvalidRequest("nothing to change: give --name, --description or --key")
     client = client_of(ctx)
@@ -95,7 +114,10 @@ def edit(ctx, workspace_name: str, name: str, new_name: str | None, description:
 @click.argument("name")
 @click.pass_context
 def archive(ctx, workspace_name: str, name: str) -> None:
-    """Archive project NAME of workspace WORKSPACE_NAME: it takes no new experiments."""
+    """Close a project to new experiments and commands.
+
+    Project NAME of workspace WORKSPACE_NAME then takes no new work (and no moved experiment); what runs in it
+    goes on, and nothing is deleted. `unarchive` opens it again; `delete` removes an empty one."""
     client = client_of(ctx)
     done = client.archive_project(client.project_by_name(workspace_name, name).id)
     output.console.print(f"Archived project {done.name} of workspace {done.workspaceName}.")
@@ -106,7 +128,10 @@ def archive(ctx, workspace_name: str, name: str) -> None:
 @click.argument("name")
 @click.pass_context
 def unarchive(ctx, workspace_name: str, name: str) -> None:
-    """Unarchive project NAME of workspace WORKSPACE_NAME."""
+    """Open an archived project to new work again.
+
+    The opposite of `archive`: project NAME of workspace WORKSPACE_NAME takes new experiments and commands
+    again (unless its workspace is archived)."""
     client = client_of(ctx)
     done = client.unarchive_project(client.project_by_name(workspace_name, name).id)
     output.console.print(f"Unarchived project {done.name} of workspace {done.workspaceName}.")
@@ -118,7 +143,10 @@ def unarchive(ctx, workspace_name: str, name: str) -> None:
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
 def delete(ctx, workspace_name: str, name: str, yes: bool) -> None:
-    """Delete project NAME of workspace WORKSPACE_NAME (refused while it holds experiments or commands)."""
+    """Delete an empty project for good.
+
+    Project NAME of workspace WORKSPACE_NAME goes; it is refused while the project holds experiments or commands
+    (`e move` moves experiments out). It asks first unless --yes. `archive` only closes a project."""
     client = client_of(ctx)
     found = client.project_by_name(workspace_name, name)
     if not yes and not click.confirm(f"Delete project {name} of workspace {workspace_name}?", default=False,

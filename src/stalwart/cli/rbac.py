@@ -17,7 +17,11 @@ from stalwart.client import Client
 
 @click.group("rbac", cls=AliasedGroup)
 def rbac() -> None:
-    """Roles: list-roles, describe-role, assign-role, unassign-role, my-permissions, list-users-roles."""
+    """Give, take back and list roles and permissions.
+
+    A role (Determined's names: Viewer, Editor, WorkspaceAdmin, ClusterAdmin, ...) is a set of permissions, given
+    to a user or a user group on one workspace or on the whole cluster. Roles decide what users may do when the
+    master runs with `security.authz.type: rbac`."""
 
 
 def _scope(a: RoleAssignment) -> str:
@@ -36,7 +40,10 @@ ASSIGNMENT_COLUMNS = ["ID", "Role", "User", "Group", "Workspace"]
 @format_options
 @click.pass_context
 def list_roles(ctx, fmt: output.Format) -> None:
-    """List the roles and what each allows."""
+    """List every role and the permissions it grants.
+
+    A row per role: its name, where it can be given (a workspace, the cluster), its description and its
+    permissions. `describe-role` shows one; `assign-role` gives one."""
     roles = client_of(ctx).list_roles()
     output.emit(fmt, ["Role", "Assignable on", "Description", "Permissions"],
                 [(r.name, ", ".join(r.scopes), r.description, ", ".join(r.permissions)) for r in roles],
@@ -48,7 +55,10 @@ def list_roles(ctx, fmt: output.Format) -> None:
 @format_options
 @click.pass_context
 def describe_role(ctx, role: str, fmt: output.Format) -> None:
-    """Show ROLE: its description and its permissions."""
+    """Show one role's description and permissions.
+
+    ROLE's description, where it can be given, and a row per permission it grants. `list-roles` shows them
+    all."""
     r = client_of(ctx).get_role(role)
     if fmt is output.Format.JSON:
         output.print_json(r)
@@ -84,7 +94,11 @@ def _whom(username: str | None, group_name: str | None, workspace_name: str | No
 @_who_options
 @click.pass_context
 def assign_role(ctx, role: str, username: str | None, group_name: str | None, workspace_name: str | None) -> None:
-    """Give ROLE to a user or a group, on one workspace (--workspace-name) or the whole cluster."""
+    """Give a role to a user or a group, where it applies.
+
+    ROLE goes to one user (--username-to-assign) or one user group (--group-name-to-assign), on one workspace
+    (--workspace-name) or else on the whole cluster; its permissions apply from the next call. `unassign-role`
+    takes it back."""
     client = client_of(ctx)
     client.assign_role(role, **_target(client, username, group_name, workspace_name))
     output.console.print(f"Assigned role {role} to {_whom(username, group_name, workspace_name)}.")
@@ -95,7 +109,10 @@ def assign_role(ctx, role: str, username: str | None, group_name: str | None, wo
 @_who_options
 @click.pass_context
 def unassign_role(ctx, role: str, username: str | None, group_name: str | None, workspace_name: str | None) -> None:
-    """Take ROLE back from a user or a group, on one workspace (--workspace-name) or the whole cluster."""
+    """Take a role back from a user or a group.
+
+    The opposite of `assign-role`, with the same options: ROLE stops applying to that user or group on that
+    workspace (--workspace-name) or on the whole cluster. A role given elsewhere, or through a group, stays."""
     client = client_of(ctx)
     client.unassign_role(role, **_target(client, username, group_name, workspace_name))
     output.console.print(f"Unassigned role {role} from {_whom(username, group_name, workspace_name)}.")
@@ -105,7 +122,10 @@ def unassign_role(ctx, role: str, username: str | None, group_name: str | None, 
 @format_options
 @click.pass_context
 def my_permissions(ctx, fmt: output.Format) -> None:
-    """What you may do: your roles, and your permissions on the cluster and in each workspace."""
+    """Show your roles and what they let you do, and where.
+
+    The access control mode, your roles, then your permissions on the whole
+    cluster and in each workspace. `list-users-roles` shows another user's roles."""
     mine = client_of(ctx).my_permissions()
     if fmt is output.Format.JSON:
         output.print_json(mine)
@@ -124,7 +144,10 @@ def my_permissions(ctx, fmt: output.Format) -> None:
 @format_options
 @click.pass_context
 def list_users_roles(ctx, username: str, fmt: output.Format) -> None:
-    """List the roles given to USERNAME itself (roles through its groups: `list-groups-roles`)."""
+    """List the roles given to a user directly.
+
+    The roles given to USERNAME itself, and where; roles it has through its groups are listed by
+    `list-groups-roles`."""
     found = client_of(ctx).role_assignments(username=username)
     output.emit(fmt, ASSIGNMENT_COLUMNS, _assignment_rows(found), json_data=RoleAssignmentList(assignments=found))
 
@@ -134,6 +157,9 @@ def list_users_roles(ctx, username: str, fmt: output.Format) -> None:
 @format_options
 @click.pass_context
 def list_groups_roles(ctx, group_name: str, fmt: output.Format) -> None:
-    """List the roles given to user group GROUP_NAME."""
+    """List the roles given to a user group, and where.
+
+    Each applies to every member of GROUP_NAME for as long as they are in it (`user-group describe` lists the
+    members)."""
     found = client_of(ctx).role_assignments(group_name=group_name)
     output.emit(fmt, ASSIGNMENT_COLUMNS, _assignment_rows(found), json_data=RoleAssignmentList(assignments=found))

@@ -14,7 +14,10 @@ from stalwart.cli.base import AliasedGroup, client_of, format_options
 
 @click.group("resource-pool", cls=AliasedGroup, aliases={"bindings": "list-bindings"})
 def resource_pool() -> None:
-    """Resource pools bound to workspaces: bind, unbind, list-bindings."""
+    """Choose which workspaces may use a resource pool.
+
+    A pool bound to no workspace is every workspace's; once bound, only the experiments and commands of the
+    workspaces it is bound to may ask for it. `rp` is short for `resource-pool`."""
 
 
 def _said(answer: PoolBindingList) -> str:
@@ -28,7 +31,10 @@ def _said(answer: PoolBindingList) -> str:
 @click.argument("workspace_names", nargs=-1, required=True)
 @click.pass_context
 def bind(ctx, pool: str, workspace_names: tuple[str, ...]) -> None:
-    """Bind POOL to these workspaces (admins only): from now on only they may use it."""
+    """Reserve a pool for some workspaces, adding to its list.
+
+    Admins only. POOL is bound to each of WORKSPACE_NAMES, besides those it is bound to already; from now on only
+    the bound workspaces' new work may ask for it. `unbind` takes workspaces off the list."""
     client = client_of(ctx)
     ids = [client.workspace_by_name(name).id for name in workspace_names]
     output.console.print(_said(client.bind_pool(pool, ids)))
@@ -39,7 +45,10 @@ def bind(ctx, pool: str, workspace_names: tuple[str, ...]) -> None:
 @click.argument("workspace_names", nargs=-1, required=True)
 @click.pass_context
 def unbind(ctx, pool: str, workspace_names: tuple[str, ...]) -> None:
-    """Unbind POOL from these workspaces (admins only); a pool left bound to none is every workspace's."""
+    """Take workspaces off a pool's list of users.
+
+    Admins only. POOL is no longer bound to WORKSPACE_NAMES; a pool left bound to no workspace is open to every
+    workspace again. `bind` adds workspaces."""
     client = client_of(ctx)
     ids = [client.workspace_by_name(name).id for name in workspace_names]
     output.console.print(_said(client.unbind_pool(pool, ids)))
@@ -50,7 +59,9 @@ def unbind(ctx, pool: str, workspace_names: tuple[str, ...]) -> None:
 @format_options
 @click.pass_context
 def list_bindings(ctx, pool: str, fmt: output.Format) -> None:
-    """List the workspaces POOL is bound to (none: every workspace may use it)."""
+    """List the workspaces a pool is bound to.
+
+    Only they may use POOL; an empty list means every workspace may. It changes nothing."""
     answer = client_of(ctx).pool_bindings(pool)
     if fmt is output.Format.TABLE and not answer.workspaceIds:
         output.console.print(_said(answer))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -67,7 +68,10 @@ def run_local(config: dict, context_dir: str) -> int:
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         yaml.safe_dump(config, f)
     output.console.print(f"Running {config.get('entrypoint')!r} locally in {context_dir} (no master)...")
-    code = subprocess.call([sys.executable, "-m", "stalwart.harness.launch", "--local", f.name], cwd=context_dir)
+    try:
+        code = subprocess.call([sys.executable, "-m", "stalwart.harness.launch", "--local", f.name], cwd=context_dir)
+    finally:
+        os.unlink(f.name)
     if code == 0:
         output.console.print("Local test passed: training, validation and checkpointing ran without error.")
     else:

@@ -22,7 +22,11 @@ MAX_LIFESPAN_S = 10 * 365 * 86400
 
 @click.group("token", cls=AliasedGroup, aliases={"ls": "list"})
 def token() -> None:
-    """Access tokens for scripts: create (shown once), list, revoke."""
+    """Create, list and revoke access tokens for scripts.
+
+    A token acts as its user without a password: set STALWART_USER_TOKEN (or DET_USER_TOKEN) for the CLI and the
+    SDK, or send it as `Authorization: Bearer TOKEN`. Its secret is shown once, when it is created. `tkn` is
+    short for `token`."""
 
 
 def lifespan_seconds(text: str) -> int:
@@ -50,7 +54,11 @@ def state_of(t: Token, now: float | None = None) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON (the token and its details).")
 @click.pass_context
 def create(ctx, lifespan: str | None, description: str | None, username: str | None, as_json: bool) -> None:
-    """Create an access token and print it: only this once (on standard output; the rest on standard error)."""
+    """Create an access token and print its secret, only this once.
+
+    The secret goes to standard output (the rest to standard error, so `$(stalwart token create)` captures just
+    the token); it works for --lifespan (default 30 days) until `revoke` ends it. Admins may create one for
+    another user with --user."""
     seconds = lifespan_seconds(lifespan) if lifespan is not None else None
     made = client_of(ctx).create_token(username=username, lifespan_s=seconds, description=description)
     if as_json:
@@ -69,7 +77,10 @@ def create(ctx, lifespan: str | None, description: str | None, username: str | N
 @format_options
 @click.pass_context
 def list_tokens(ctx, all_users: bool, fmt: output.Format) -> None:
-    """List your access tokens (with --all, everyone's). The secrets are never shown again."""
+    """List your access tokens and whether each still works.
+
+    A row per token (every user's with --all, admins only): id, user, description, when it was created and
+    expires, and its state (active, expired or revoked). The secrets are never shown again."""
     tokens = client_of(ctx).list_tokens(all_users=all_users)
     now = time.time()
     output.emit(fmt, ["ID", "User", "Description", "Created", "Expires", "State"],
@@ -82,6 +93,9 @@ def list_tokens(ctx, all_users: bool, fmt: output.Format) -> None:
 @click.argument("token_id", type=click.IntRange(0), metavar="ID")
 @click.pass_context
 def revoke(ctx, token_id: int) -> None:
-    """Revoke access token ID (see `token list`): it is refused from the next call on."""
+    """Revoke an access token: it stops working at once.
+
+    Token ID (see `list`) is refused from the next call on, and cannot be used again; `create` makes a new
+    one."""
     revoked = client_of(ctx).revoke_token(token_id)
     output.console.print(f"Revoked access token {revoked.id} of user {revoked.username}.")

@@ -20,7 +20,10 @@ from stalwart.client import Client
 
 @click.group("trial", cls=AliasedGroup)
 def trial() -> None:
-    """Inspect and manage trials."""
+    """Inspect a trial's runs, logs and checkpoints, or kill it.
+
+    A trial is one training run of an experiment's search, with its own hyperparameters; its id is in
+    `e describe` and `e list-trials`. `t` is short for `trial`."""
 
 
 @trial.command("describe")
@@ -30,7 +33,11 @@ def trial() -> None:
 @format_options
 @click.pass_context
 def describe(ctx: click.Context, trial_id: int, with_metrics: bool, fmt: output.Format) -> None:
-    """Show a trial, its runs (restarts with reasons) and its latest checkpoint (--metrics: every metric)."""
+    """Show a trial, its restarts and its latest checkpoint.
+
+    The trial's state, steps, restarts, hyperparameters, latest validation, latest checkpoint and error, then a
+    row per run (each start: on which agent, and how and why it ended, e.g. failed and restarted, preempted, agent
+    lost); --metrics adds every metric it reported, a row per step. `logs` prints what it wrote."""
     client = client_of(ctx)
     d = client.get_trial(trial_id)
     metrics = metric_table(client, [trial_id]) if with_metrics else None
@@ -71,7 +78,11 @@ def describe(ctx: click.Context, trial_id: int, with_metrics: bool, fmt: output.
 @log_filter_options
 @click.pass_context
 def logs(ctx: click.Context, trial_id: int, follow: bool, log_filter: LogFilter) -> None:
-    """Print a trial's logs (filtered by the master: --level, --since, --grep, --head/--tail)."""
+    """Print a trial's logs, every run of it, oldest first.
+
+    What the trial wrote, with the master's lines about it (restarts, preemptions, exits); --level,
+    --since, --grep, --head and --tail filter them on the master, and --follow keeps printing new lines until the
+    trial ends. `e logs` prints every trial of an experiment."""
     follow_trial_logs(client_of(ctx), trial_id, follow=follow, log_filter=log_filter)
 
 
@@ -79,7 +90,11 @@ def logs(ctx: click.Context, trial_id: int, follow: bool, log_filter: LogFilter)
 @click.argument("trial_id", type=int)
 @click.pass_context
 def kill(ctx: click.Context, trial_id: int) -> None:
-    """Kill a trial at once (no checkpoint)."""
+    """Stop one trial at once, with no checkpoint.
+
+    The trial's processes are killed (SIGKILL): what it trained since its latest checkpoint is lost, and it ends
+    CANCELED, for good. The experiment's other trials go on; `e kill` stops a whole experiment at once, `e cancel`
+    lets its trials checkpoint first, and `e pause` stops it for now."""
     client_of(ctx).kill_trial(trial_id)
     output.console.print(f"Killed trial {trial_id}")
 
@@ -114,7 +129,11 @@ def _chosen(client: Client, trial_id: int, best: bool, uuid: str | None) -> Chec
 @click.pass_context
 def download(ctx: click.Context, trial_id: int, which: str, uuid: str | None, output_dir: str | None, quiet: bool,
              mode: DownloadMode) -> None:
-    """Download one of the trial's checkpoints (the latest unless --best or --uuid)."""
+    """Download one of a trial's checkpoints, the latest by default.
+
+    --best takes the best by the experiment's searcher metric, --uuid a given one of this trial's; the files go
+    to --output-dir (default checkpoints/UUID), and the path is printed. `e download` ranks all of an experiment's
+    checkpoints; `checkpoint download` takes any uuid."""
     client = client_of(ctx)
     ckpt = _chosen(client, trial_id, which == "best", uuid)
     dest = pathlib.Path(output_dir or pathlib.Path("checkpoints") / ckpt.uuid)

@@ -18,8 +18,10 @@ _ASK = "\0ask"
 
 @click.group("user", cls=AliasedGroup, aliases={"ls": "list", "passwd": "change-password"})
 def user() -> None:
-    """Users and your session: login, logout, whoami, create, list, describe, edit, (de)activate, change-password,
-    link-with-agent-user."""
+    """Log in and out; create, change and list users.
+
+    `login`, `logout` and `whoami` manage this CLI's own session with a master (kept per master in the auth file,
+    $STALWART_HOME/auth.json); the other commands manage accounts, mostly for admins. `u` is short for `user`."""
 
 
 def describe(u: User) -> str:
@@ -40,7 +42,9 @@ def describe(u: User) -> str:
 @click.argument("username", required=False)
 @click.pass_context
 def login(ctx, username: str | None) -> None:
-    """Log in as USERNAME (else the -u user, else asked) and make it this master's active user.
+    """Log in with a password and keep the session.
+
+    USERNAME (else the -u user, else asked for) becomes this master's active user: later commands act as it.
 
     The password is asked for (hidden at a terminal; a script gives it as a line of standard input). The session
     is kept in the auth file, so later commands need no password until it expires (7 days) or is ended.
@@ -55,7 +59,10 @@ def login(ctx, username: str | None) -> None:
 @user.command("logout")
 @click.pass_context
 def logout(ctx) -> None:
-    """End the session of this master's active user (or the -u user) and forget it."""
+    """End your session with the master and forget it.
+
+    The session of this master's active user (or of the -u user) is ended on the master and removed from the
+    auth file; the next command asks who you are. Access tokens stay valid (`token revoke` ends one)."""
     url = master_url_of(ctx)
     store = AuthFile()
     name = user_flag_of(ctx) or store.active_user(url)
@@ -76,7 +83,10 @@ def logout(ctx) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.pass_context
 def whoami(ctx, as_json: bool) -> None:
-    """Which user this CLI acts as with the master."""
+    """Show which user this CLI acts as with the master.
+
+    The user whose session (or access token) the next command uses, and at which master. It changes nothing;
+    `login` changes it."""
     client = client_of(ctx)
     me = client.me()
     if as_json:
@@ -96,7 +106,10 @@ def whoami(ctx, as_json: bool) -> None:
 @click.option("--display-name", default=None, help="The name the web UI shows.")
 @click.pass_context
 def create(ctx, username: str, admin: bool, password: str | None, display_name: str | None) -> None:
-    """Create user USERNAME (admins only)."""
+    """Create a user account that can log in.
+
+    Admins only. USERNAME gets --password (asked for when given bare; empty without it), and is an admin with
+    --admin. `edit` changes it later; `deactivate` shuts it out."""
     client = client_of(ctx)
     if password == _ASK:
         password = prompts.new_secret(f"Password for new user '{username}'")
@@ -113,7 +126,10 @@ def create(ctx, username: str, admin: bool, password: str | None, display_name: 
 @format_options
 @click.pass_context
 def list_users(ctx, show_all: bool, fmt: output.Format) -> None:
-    """List the active users (with --all, every user)."""
+    """List the active users and when each last logged in.
+
+    A row per user (inactive ones too with --all): username, display name, admin, active, whether its password
+    is set, and its last login. `describe` shows one with the OS user its tasks run as."""
     everyone = client_of(ctx).list_users()
     shown = everyone if show_all else [u for u in everyone if u.active]
     output.emit(fmt, ["Username", "Display name", "Admin", "Active", "Password", "Last login"],
@@ -133,7 +149,11 @@ def list_users(ctx, show_all: bool, fmt: output.Format) -> None:
 @click.option("--display-name", default=None, help="The name the web UI shows (your own, or anyone's for admins).")
 @click.pass_context
 def edit(ctx, username: str, active: bool | None, admin: bool | None, display_name: str | None) -> None:
-    """Change a user: active or not, admin or not, display name."""
+    """Change a user's display name, admin role or state.
+
+    Only what is given changes: --display-name (your own, or anyone's for admins), --admin/--no-admin and
+    --activate/--deactivate (admins only; deactivating ends its sessions and tokens at once). `activate` and
+    `deactivate` do the last for several users at once; `change-password` sets a password."""
     if active is None and admin is None and display_name is None:
         raise InvalidRequest("nothing to change: give --activate/--deactivate, --admin/--no-admin or --display-name")
     changed = client_of(ctx).edit_user(username, active=active, admin=admin, display_name=display_name)
@@ -151,7 +171,10 @@ def _set_active(ctx: click.Context, usernames: tuple[str, ...], active: bool) ->
 @click.argument("usernames", nargs=-1, required=True)
 @click.pass_context
 def activate(ctx, usernames: tuple[str, ...]) -> None:
-    """Activate users (admins only): they can log in again (Determined's older form of `edit --activate`)."""
+    """Let deactivated users log in again.
+
+    Admins only. Each of USERNAMES may log in again. The same as `edit --activate`, for several users;
+    `deactivate` is the opposite."""
     _set_active(ctx, usernames, True)
 
 
@@ -159,7 +182,11 @@ def activate(ctx, usernames: tuple[str, ...]) -> None:
 @click.argument("usernames", nargs=-1, required=True)
 @click.pass_context
 def deactivate(ctx, usernames: tuple[str, ...]) -> None:
-    """Deactivate users (admins only): their sessions and tokens end at once and they cannot log in."""
+    """Shut users out: end their sessions and tokens now.
+
+    Admins only. Each of USERNAMES' sessions and access tokens stop working at once and it cannot log in; its
+    experiments and commands are left as they are. `activate` lets it back in; the same as
+    `edit --deactivate`."""
     _set_active(ctx, usernames, False)
 
 
@@ -167,7 +194,10 @@ def deactivate(ctx, usernames: tuple[str, ...]) -> None:
 @click.argument("username", required=False)
 @click.pass_context
 def change_password(ctx, username: str | None) -> None:
-    """Set your password (asks the current one first), or USERNAME's (admins). Sessions and tokens stay."""
+    """Set your password, or another user's as an admin.
+
+    It asks for the new password twice (and first for your current one, when it is your own); admins may set
+    USERNAME's. Sessions and access tokens stay valid; `deactivate` ends them."""
     client = client_of(ctx)
     me = client.me().username
     name = username or me
@@ -182,7 +212,10 @@ def change_password(ctx, username: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.pass_context
 def describe_user(ctx, username: str, as_json: bool) -> None:
-    """Show one user: admin, active, display name, password set, the OS user its tasks run as."""
+    """Show one user's account and whom its tasks run as.
+
+    USERNAME's display name, whether it is an admin and active, whether its password is set, and the OS user and
+    group its tasks run as (see `link-with-agent-user`)."""
     found = client_of(ctx).get_user(username)
     if as_json:
         output.print_json(found)
@@ -200,9 +233,11 @@ def describe_user(ctx, username: str, as_json: bool) -> None:
 @click.pass_context
 def link_with_agent_user(ctx, username: str, agent_uid: int | None, agent_gid: int | None, agent_user: str | None,
                          agent_group: str | None, unlink: bool) -> None:
-    """Run USERNAME's tasks as an OS user and group on agents that run as root (admins only).
+    """Choose the OS user a user's tasks run as on agents.
 
-    Its tasks then cannot read the master's files, the agent's, or other users' tasks' work directories; an agent
+    Admins only. On agents that run as root, USERNAME's tasks then run as the OS user and group given by the four
+    --agent-* options (--unlink forgets them: the workspace's OS user applies, else the agent's). Its tasks then
+    cannot read the master's files, the agent's, or other users' tasks' work directories; an agent
     that is not root refuses to start them.
     """
     given = {"--agent-uid": agent_uid, "--agent-gid": agent_gid, "--agent-user": agent_user,

@@ -12,7 +12,10 @@ from stalwart.cli.base import AliasedGroup, client_of, format_options
 
 @click.group("user-group", cls=AliasedGroup, aliases={"ls": "list"})
 def user_group() -> None:
-    """User groups: create, delete, list, describe, add-user, remove-user."""
+    """Create groups of users and change who is in them.
+
+    A role given to a group (`rbac assign-role -g NAME`) applies to each of its members for as long as they are in
+    it."""
 
 
 def _members(g: Group) -> str:
@@ -24,7 +27,10 @@ def _members(g: Group) -> str:
 @click.option("--add-user", "add_users", multiple=True, metavar="USERNAME", help="A first member (repeatable).")
 @click.pass_context
 def create(ctx, name: str, add_users: tuple[str, ...]) -> None:
-    """Create user group NAME (admins only)."""
+    """Create a group to give roles to several users at once.
+
+    Admins only. Group NAME starts with the --add-user members (or none); `add-user` adds more, and
+    `rbac assign-role ROLE -g NAME` gives it a role."""
     made = client_of(ctx).create_group(name, add_users=list(add_users))
     output.console.print(f"Created user group {made.name} ({_members(made)}).")
 
@@ -34,7 +40,10 @@ def create(ctx, name: str, add_users: tuple[str, ...]) -> None:
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
 def delete(ctx, name: str, yes: bool) -> None:
-    """Delete user group NAME (admins only): the roles given to it stop applying to its members."""
+    """Delete a group; the roles given to it stop applying.
+
+    Admins only. Group NAME goes, with the roles given to it: its members keep only the roles given to them
+    otherwise. The users themselves stay. It asks first unless --yes."""
     client = client_of(ctx)
     client.get_group(name)  # an unknown group fails here, before the question
     if not yes and not click.confirm(f"Delete user group {name}?", default=False, err=True):
@@ -48,7 +57,9 @@ def delete(ctx, name: str, yes: bool) -> None:
 @format_options
 @click.pass_context
 def list_(ctx, fmt: output.Format) -> None:
-    """List the user groups."""
+    """List the user groups and how many members each has.
+
+    A row per group: id, name and member count. `describe` names a group's members."""
     groups = client_of(ctx).list_groups()
     output.emit(fmt, ["ID", "Name", "Members"], [(g.id, g.name, len(g.members)) for g in groups],
                 json_data=GroupList(groups=groups))
@@ -59,7 +70,9 @@ def list_(ctx, fmt: output.Format) -> None:
 @format_options
 @click.pass_context
 def describe(ctx, name: str, fmt: output.Format) -> None:
-    """Show user group NAME and its members."""
+    """List the members of one user group.
+
+    A row per member of group NAME. `rbac list-groups-roles NAME` shows the roles it gives them."""
     g = client_of(ctx).get_group(name)
     if fmt is output.Format.JSON:
         output.print_json(g)
@@ -74,7 +87,10 @@ def describe(ctx, name: str, fmt: output.Format) -> None:
 @click.argument("usernames", nargs=-1, required=True)
 @click.pass_context
 def add_user(ctx, name: str, usernames: tuple[str, ...]) -> None:
-    """Add users to group NAME (admins only)."""
+    """Add users to a group: they get the group's roles.
+
+    Admins only. Each of USERNAMES joins group NAME and holds its roles from the next call on; the members are
+    printed. `remove-user` is the opposite."""
     g = client_of(ctx).add_group_members(name, list(usernames))
     output.console.print(f"User group {g.name}: {_members(g)}.")
 
@@ -84,6 +100,9 @@ def add_user(ctx, name: str, usernames: tuple[str, ...]) -> None:
 @click.argument("usernames", nargs=-1, required=True)
 @click.pass_context
 def remove_user(ctx, name: str, usernames: tuple[str, ...]) -> None:
-    """Remove users from group NAME (admins only)."""
+    """Take users out of a group, and its roles from them.
+
+    Admins only. Each of USERNAMES leaves group NAME and loses the roles it had only through the group; the
+    members left are printed. `add-user` is the opposite."""
     g = client_of(ctx).remove_group_members(name, list(usernames))
     output.console.print(f"User group {g.name}: {_members(g)}.")

@@ -17,7 +17,11 @@ from stalwart.cli.base import AliasedGroup, client_of, format_options
 
 @click.group("workspace", cls=AliasedGroup, aliases={"ls": "list"})
 def workspace() -> None:
-    """Workspaces: create, list, describe, edit, archive, unarchive, delete, list-projects."""
+    """Create, change and delete workspaces.
+
+    A workspace holds projects, which hold experiments and commands. Roles given on a workspace apply to all of
+    it, and its settings (default pools, checkpoint storage, the OS user its tasks run as) to the work in it.
+    Workspaces are named on the command line. `w` is short for `workspace`."""
 
 
 def agent_options(func: Any) -> Any:
@@ -96,7 +100,13 @@ def project_rows(projects: list[Project]) -> list[tuple[Any, ...]]:
 def create(ctx, name: str, agent_uid: int | None, agent_gid: int | None, agent_user: str | None,
            agent_group: str | None, default_compute_pool: str | None, default_aux_pool: str | None,
            storage: str | None, as_json: bool) -> None:
-    """Create workspace NAME."""
+    """Create a workspace, with its own settings and projects.
+
+    Workspace NAME starts with a project of its own named Uncategorized (`project create NAME PROJECT` adds
+    more). Its options set where its
+    work runs by default (--default-compute-pool, --default-aux-pool), where its experiments' checkpoints go
+    (--checkpoint-storage-config-file) and, with all four --agent-* options, the OS user its tasks run as on
+    agents that run as root. `edit` changes them later."""
     runs_as, checkpoints = agent_user_group(agent_uid, agent_gid, agent_user, agent_group), storage_file(storage)
     made = client_of(ctx).create_workspace(
         name, agent_user_group=runs_as, checkpoint_storage_config=checkpoints,
@@ -111,7 +121,10 @@ def create(ctx, name: str, agent_uid: int | None, agent_gid: int | None, agent_u
 @format_options
 @click.pass_context
 def list_(ctx, fmt: output.Format) -> None:
-    """List the workspaces."""
+    """List the workspaces with their pools and settings.
+
+    A row per workspace: id, name, state (active or archived), number of projects and experiments, default
+    pools, bound pools and the OS user its tasks run as. `describe` shows one with its projects."""
     shown = client_of(ctx).list_workspaces()
     output.emit(fmt, WORKSPACE_COLUMNS, _workspace_rows(shown), json_data=WorkspaceList(workspaces=shown))
 
@@ -121,7 +134,9 @@ def list_(ctx, fmt: output.Format) -> None:
 @format_options
 @click.pass_context
 def describe(ctx, name: str, fmt: output.Format) -> None:
-    """Show workspace NAME: its settings and its projects."""
+    """Show one workspace's settings and its projects.
+
+    Workspace NAME as a row of `list` shows it, its checkpoint storage, then a row per project."""
     client = client_of(ctx)
     found = client.workspace_by_name(name)
     if fmt is output.Format.JSON:
@@ -139,7 +154,9 @@ def describe(ctx, name: str, fmt: output.Format) -> None:
 @format_options
 @click.pass_context
 def list_projects(ctx, name: str, fmt: output.Format) -> None:
-    """List the projects of workspace NAME."""
+    """List a workspace's projects and their experiment counts.
+
+    A row per project of workspace NAME, archived ones too; the same list as `project list NAME`."""
     client = client_of(ctx)
     projects = client.list_projects(client.workspace_by_name(name).id)
     output.emit(fmt, PROJECT_COLUMNS, project_rows(projects), json_data=ProjectList(projects=projects))
@@ -157,7 +174,10 @@ def list_projects(ctx, name: str, fmt: output.Format) -> None:
 def edit(ctx, name: str, new_name: str | None, agent_uid: int | None, agent_gid: int | None, agent_user: str | None,
          agent_group: str | None, default_compute_pool: str | None, default_aux_pool: str | None,
          storage: str | None) -> None:
-    """Change workspace NAME: only what is given changes."""
+    """Rename a workspace or change its settings.
+
+    Only what is given changes: its name, its default pools, its checkpoint storage, or (all four --agent-*
+    options) the OS user its tasks run as. The Uncategorized workspace cannot be renamed."""
     changes: dict[str, Any] = {
         "name": new_name, "agent_user_group": agent_user_group(agent_uid, agent_gid, agent_user, agent_group),
         "checkpoint_storage_config": storage_file(storage), "default_compute_pool": default_compute_pool,
@@ -174,7 +194,10 @@ def edit(ctx, name: str, new_name: str | None, agent_uid: int | None, agent_gid:
 @click.argument("name")
 @click.pass_context
 def archive(ctx, name: str) -> None:
-    """Archive workspace NAME: it and its projects take no new experiments."""
+    """Close a workspace and its projects to new work.
+
+    Workspace NAME and its projects then take no new experiments, commands or projects; what runs in them goes
+    on, and nothing is deleted. `unarchive` opens it again; `delete` removes an empty one."""
     client = client_of(ctx)
     done = client.archive_workspace(client.workspace_by_name(name).id)
     output.console.print(f"Archived workspace {done.name}.")
@@ -184,7 +207,10 @@ def archive(ctx, name: str) -> None:
 @click.argument("name")
 @click.pass_context
 def unarchive(ctx, name: str) -> None:
-    """Unarchive workspace NAME."""
+    """Open an archived workspace to new work again.
+
+    The opposite of `archive`: workspace NAME and its projects (those not archived themselves) take new
+    experiments, commands and projects again."""
     client = client_of(ctx)
     done = client.unarchive_workspace(client.workspace_by_name(name).id)
     output.console.print(f"Unarchived workspace {done.name}.")
@@ -195,7 +221,10 @@ def unarchive(ctx, name: str) -> None:
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
 def delete(ctx, name: str, yes: bool) -> None:
-    """Delete workspace NAME and its projects (refused while they hold experiments or commands)."""
+    """Delete an empty workspace and its projects for good.
+
+    Workspace NAME goes with its projects; it is refused while they hold experiments or commands. It asks first
+    unless --yes. `archive` only closes a workspace."""
     client = client_of(ctx)
     found = client.workspace_by_name(name)
     if not yes and not click.confirm(f"Delete workspace {name} and its projects?", default=False, err=True):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from stalwart.api.models import checkpoints, common, experiments, jobs, searcher, series
+from stalwart.api.models import checkpoints, experiments, jobs, searcher, series
 from stalwart.client.endpoints import Api, body, endpoint
 
 E = "/api/v1/experiments"
@@ -15,7 +15,7 @@ CREATE = endpoint("POST", E, experiments.CreatedExperiment, experiments.CreateEx
 LIST = endpoint("GET", E, experiments.ExperimentList)
 DESCRIBE = endpoint("GET", E + "/{exp_id}", experiments.ExperimentDetail)
 PATCH = endpoint("PATCH", E + "/{exp_id}", experiments.ExperimentEnvelope, experiments.PatchExperiment)
-DELETE = endpoint("DELETE", E + "/{exp_id}", common.Empty)
+DELETE = endpoint("DELETE", E + "/{exp_id}", experiments.DeletedExperiment)
 CONTINUE = endpoint("POST", E + "/{exp_id}/continue", experiments.ExperimentEnvelope, experiments.ContinueExperiment)
 ACTION = endpoint("POST", E + "/{exp_id}/{action}", experiments.ExperimentEnvelope)
 TRIALS = endpoint("GET", E + "/{exp_id}/trials", experiments.TrialList)
@@ -58,9 +58,10 @@ class ExperimentsApi(Api):
                                      ("labels", labels)) if v is not None}
         return self.call(PATCH, path={"exp_id": exp_id}, json_body=body(experiments.PatchExperiment, **changes))
 
-    def delete_experiment(self, exp_id: int) -> None:
-        """Delete a terminal experiment: its checkpoints' files from storage, then its rows (409 while it runs)."""
-        self.call(DELETE, path={"exp_id": exp_id})
+    def delete_experiment(self, exp_id: int) -> experiments.DeletedExperiment:
+        """Delete a terminal experiment: its checkpoints' and TensorBoard files from storage, then its rows (409
+        while it runs). The answer lists the checkpoints kept because other experiments use them."""
+        return self.call(DELETE, path={"exp_id": exp_id})
 
     def continue_experiment(self, exp_id: int, overrides: dict[str, Any]) -> experiments.ExperimentEnvelope:
         """Continue a terminal single-trial experiment's trial from its latest checkpoint, with `overrides`

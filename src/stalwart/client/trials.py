@@ -57,7 +57,7 @@ class TrialsApi(Api):
                           head: int | None = None, tail: int | None = None) -> Iterator[trials.LogEntry]:
         """The trial's log lines after `after_id`; with `follow`, new lines as they come until the trial ends.
         Filtered by the master: `levels` (any of), `since` (epoch seconds or an ISO 8601 time), `grep` (a
-        substring), then the first `head` or last `tail` lines (not with `follow`)."""
+        substring), then the first `head` (not with `follow`) or last `tail` lines."""
         return self.call_stream(LOGS, path={"trial_id": trial_id}, params={
             "follow": str(follow).lower(), "after_id": after_id, "levels": levels or None,
             "since": None if since is None else str(since), "grep": grep, "head": head, "tail": tail})

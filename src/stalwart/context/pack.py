@@ -79,7 +79,8 @@ def collect_files(
 
 
 def check_context_size(files: Iterable[ContextFile], limit: int = MAX_CONTEXT_BYTES) -> int:
-    """The total size of the regular files; ContextError naming the largest when over `limit`."""
+    """The total size of the regular files; ContextError naming the largest (in its details, once) when over
+    `limit`."""
     regular = [f for f in files if not f.is_dir]
     total = sum(f.size for f in regular)
     if total <= limit:
@@ -87,8 +88,8 @@ def check_context_size(files: Iterable[ContextFile], limit: int = MAX_CONTEXT_BY
     largest = sorted(regular, key=lambda f: (-f.size, f.path))[:_LARGEST_SHOWN]
     listing = [f"{f.path} ({format_size(f.size)})" for f in largest]
     raise ContextError(
-        f"context directory is {total / MIB:.1f} MiB, over the {format_size(limit)} limit; "
-        f"largest files: {', '.join(listing)}; add files the trial does not need to {IGNORE_FILE}",
+        f"context directory is {total / MIB:.1f} MiB, over the {format_size(limit)} limit; add files the trial "
+        f"does not need to {IGNORE_FILE}. Its largest files:",
         details=listing,
     )
 

@@ -51,9 +51,32 @@ class Database:
     def migrate(self) -> None:
         cfg = Config()
         cfg.set_main_option("script_location", str(_MIGRATIONS))
+        if self.is_sqlite:
+            self._migrate_sqlite(cfg)
+            return
         with self.engine.begin() as conn:
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")
+
+    def _migrate_sqlite(self, cfg: Config) -> None:
+        """SQLite rebuilds a table to change it (batch mode): dropping the old one would break the foreign keys of
+        the rows naming it. So, as SQLite's own procedure asks, enforcement is off while migrations run (the pragma
+        only takes effect outside a transaction), and every foreign key is checked before the commit."""
+        with self.engine.connect() as conn:
+            conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            conn.commit()
+            try:
+                with conn.begin():
+                    conn.exec_driver_sql("BEGIN")  # Python's sqlite3 would begin only at the first write, after DDL
+                    cfg.attributes["connection"] = conn
+                    command.upgrade(cfg, "head")
+                    broken = conn.exec_driver_sql("PRAGMA foreign_key_check").all()
+                    if broken:
+                        raise RuntimeError(f"the schema migration would break foreign keys (table, rowid, parent): "
+                                           f"{[tuple(r)[:3] for r in broken[:5]]}; nothing was changed")
+            finally:
+                conn.exec_driver_sql("PRAGMA foreign_keys=ON")
+                conn.commit()
 
     def begin(self) -> AbstractContextManager[sa.Connection]:
         return self.engine.begin()

@@ -11,6 +11,9 @@ JSONType = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 INT32_MAX = 2**31 - 1
 
+# Every table whose integer id the database assigns is `sqlite_autoincrement`: SQLite would otherwise hand the
+# largest id out again after its row is deleted (db/counters.py, migration 0009). PostgreSQL's sequences never do.
+
 
 class Id32(sa.types.TypeDecorator[int]):
     """A 32-bit id column (experiments, trials, commands and the columns referring to them).
@@ -53,6 +56,7 @@ experiments = sa.Table(
     sa.Column("error_message", sa.Text, nullable=True),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("ended_at", sa.Float, nullable=True),
+    sqlite_autoincrement=True,
 )
 
 contexts = sa.Table(
@@ -84,6 +88,7 @@ trials = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("ended_at", sa.Float, nullable=True),
     sa.UniqueConstraint("experiment_id", "request_id", name="uq_trials_request"),
+    sqlite_autoincrement=True,
 )
 
 agents = sa.Table(
@@ -175,6 +180,7 @@ commands = sa.Table(
     sa.Column("exit_code", sa.Integer, nullable=True),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("ended_at", sa.Float, nullable=True),
+    sqlite_autoincrement=True,
 )
 
 # One row per container of an allocation (rank 0 = chief, whose agent and slots are also on the
@@ -203,13 +209,16 @@ metrics = sa.Table(
     sa.Column("metrics", JSONType, nullable=False),
     sa.Column("report_time", sa.Float, nullable=False),
     sa.UniqueConstraint("trial_id", "group_name", "steps_completed", name="uq_metrics_point"),
+    sqlite_autoincrement=True,
 )
 
 checkpoints = sa.Table(
     "checkpoints",
     metadata,
     sa.Column("uuid", sa.String(64), primary_key=True),
-    sa.Column("trial_id", Id32, sa.ForeignKey("trials.id"), nullable=False, index=True),
+    # no foreign key: a checkpoint another experiment's trial started from outlives its own deleted trial, whose id
+    # it keeps naming (never handed out again; master/queries/checkpoint_users.py)
+    sa.Column("trial_id", Id32, nullable=False, index=True),
     sa.Column("allocation_id", sa.String(64), nullable=True),
     sa.Column("steps_completed", sa.BigInteger, nullable=False),
     sa.Column("state", sa.String(16), nullable=False),
@@ -234,6 +243,7 @@ task_logs = sa.Table(
     sa.Column("log", sa.Text, nullable=False),
     sa.Index("ix_task_logs_trial", "trial_id", "id"),
     sa.Index("ix_task_logs_allocation", "allocation_id", "id"),
+    sqlite_autoincrement=True,
 )
 
 users = sa.Table(
@@ -255,6 +265,7 @@ users = sa.Table(
     sa.Column("agent_gid", sa.Integer, nullable=True),
     sa.Column("agent_user", sa.String(64), nullable=True),
     sa.Column("agent_group", sa.String(64), nullable=True),
+    sqlite_autoincrement=True,
 )
 
 user_sessions = sa.Table(
@@ -270,6 +281,7 @@ user_sessions = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("expires_at", sa.Float, nullable=True),
     sa.Column("revoked_at", sa.Float, nullable=True),
+    sqlite_autoincrement=True,
 )
 
 audit_log = sa.Table(
@@ -283,6 +295,7 @@ audit_log = sa.Table(
     sa.Column("target", sa.String(256), nullable=True),
     sa.Column("status", sa.Integer, nullable=False),
     sa.Column("outcome", sa.String(16), nullable=False),  # ok | refused | throttled | failed
+    sqlite_autoincrement=True,
 )
 
 # -- workspaces, projects, groups and roles (docs/workspaces.md) --------------------------------------
@@ -303,6 +316,7 @@ workspaces = sa.Table(
     sa.Column("checkpoint_storage", JSONType, nullable=True),
     sa.Column("default_compute_pool", sa.String(128), nullable=True),
     sa.Column("default_aux_pool", sa.String(128), nullable=True),
+    sqlite_autoincrement=True,
 )
 
 projects = sa.Table(
@@ -318,6 +332,7 @@ projects = sa.Table(
     sa.Column("created_by", sa.String(128), nullable=True),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.UniqueConstraint("workspace_id", "name", name="uq_projects_workspace_name"),
+    sqlite_autoincrement=True,
 )
 
 user_groups = sa.Table(
@@ -326,6 +341,7 @@ user_groups = sa.Table(
     sa.Column("id", Id32, primary_key=True, autoincrement=True),
     sa.Column("name", sa.String(128), nullable=False, unique=True),
     sa.Column("created_at", sa.Float, nullable=False),
+    sqlite_autoincrement=True,
 )
 
 group_members = sa.Table(
@@ -344,6 +360,7 @@ role_assignments = sa.Table(
     sa.Column("group_id", Id32, sa.ForeignKey("user_groups.id"), nullable=True, index=True),
     sa.Column("workspace_id", Id32, sa.ForeignKey("workspaces.id"), nullable=True),  # NULL: the whole cluster
     sa.Column("created_at", sa.Float, nullable=False),
+    sqlite_autoincrement=True,
 )
 
 pool_bindings = sa.Table(

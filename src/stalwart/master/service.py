@@ -12,7 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from stalwart.api.errors import NotFoundError
-from stalwart.db import Database, tables as t
+from stalwart.db import Database, counters, tables as t
 from stalwart.master.auth import tokens
 from stalwart.master.settings import MasterSettings
 
@@ -52,6 +52,8 @@ class Master:
         self.settings = settings
         self.db = Database(settings.db_url)
         self.db.migrate()
+        with self.db.begin() as conn:  # ids named by TensorBoard directories in storage are not handed out again
+            counters.raise_past_storage(conn, [settings.default_checkpoint_storage()])
         self.started_at = now()
         self.signals = Signals()
         self.kills_sent: set[str] = set()

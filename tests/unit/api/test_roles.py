@@ -18,6 +18,7 @@ import base64
 import itertools
 import pathlib
 import sys
+import uuid as uuidlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -76,9 +77,18 @@ class World:
     project_id: int
     context: str
     names: Iterator[int]
+    trial_id: int = 0
+    allocation_token: str = ""
 
     def fresh(self, prefix: str) -> str:
         return f"{prefix}{next(self.names)}"
+
+    def new_checkpoint(self) -> str:
+        """A checkpoint of the admin's live trial, registered with its allocation's token as the trial would."""
+        uuid = str(uuidlib.uuid4())
+        _ok(self.admin.post("/api/v1/checkpoints", headers={"x-allocation-token": self.allocation_token}, json={
+            "trial_id": self.trial_id, "uuid": uuid, "metadata": {"steps_completed": 1}, "resources": {"w": 1}}))
+        return uuid
 
 
 def _client(app: object) -> TestClient:
@@ -117,8 +127,28 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
                                                       "activate": False}))
     _ok(admin.post("/api/v1/users", json={"username": "bystander", "password": ""}))  # gets roles from probes
     cmd = _ok(admin.post("/api/v1/commands", json={"config": {"entrypoint": ["true"]}}))
+    trial_id, allocation_id = _live_trial(app, admin, context)
     return World(admin=admin, app=app, exp_id=exp["experiment"]["id"], cmd_id=str(cmd["command"]["id"]),
-                 project_id=UNCATEGORIZED, context=context, names=itertools.count())
+                 project_id=UNCATEGORIZED, context=context, names=itertools.count(), trial_id=trial_id,
+                 allocation_token=app.state.master.allocation_token(allocation_id))
+
+
+def _live_trial(app, admin: TestClient, context: str) -> tuple[int, str]:
+    """A trial of the admin's with a live allocation on an agent the master registers itself (the probes of
+    delete_checkpoints need real checkpoints of it)."""
+    import sqlalchemy as sa
+
+    from stalwart.db import tables as t
+    from stalwart.master.cluster import agents, credentials
+    from stalwart.master.scheduling import scheduling
+
+    m = app.state.master
+    agents.register(m, {"agent_id": "a0", "slots": 1}, caller=credentials.IN_PROCESS)
+    _ok(admin.post("/api/v1/experiments", json={"config": CONFIG.format(name="running"), "context": context}))
+    scheduling.tick(m)
+    with m.db.begin() as conn:
+        alloc = conn.execute(sa.select(t.allocations).where(t.allocations.c.trial_id.is_not(None))).mappings().one()
+    return int(alloc["trial_id"]), str(alloc["id"])
 
 
 Probe = Callable[[TestClient, World], object]
@@ -131,7 +161,7 @@ PROBES: dict[P.Permission, Probe] = {
     P.EDIT_EXPERIMENTS: lambda c, w: c.patch(f"/api/v1/experiments/{w.exp_id}", json={"notes": "probed"}),
     P.DELETE_EXPERIMENTS: lambda c, w: c.delete(f"/api/v1/experiments/{w.exp_id}"),  # 409: it has not ended
     P.DELETE_CHECKPOINTS: lambda c, w: c.request("DELETE", "/api/v1/checkpoints", json={
-        "uuids": ["no-such-checkpoint"]}),
+        "uuids": [w.new_checkpoint()]}),
     P.VIEW_CLUSTER: lambda c, w: c.get("/api/v1/agents"),
     P.VIEW_TASKS: lambda c, w: c.get(f"/api/v1/commands/{w.cmd_id}"),
     P.MANAGE_AGENTS: lambda c, w: c.post("/api/v1/agents/no-such-agent/enable", json={}),

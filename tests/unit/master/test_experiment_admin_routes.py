@@ -220,7 +220,6 @@ def test_log_filters_run_in_the_query(admin: Admin) -> None:
 
 @pytest.mark.parametrize("params, word", [
     ({"follow": "true", "head": 1}, "head"),
-    ({"follow": "true", "tail": 1}, "tail"),
     ({"head": 1, "tail": 1}, "tail"),
     ({"levels": "LOUD"}, "levels"),
     ({"since": "yesterday"}, "since"),

@@ -67,6 +67,6 @@ def test_pause_and_activate_resume_from_the_checkpoint(cluster, context_dir):
     d = wait_state(cluster, exp_id, {"COMPLETED", "ERROR"})
     assert d["experiment"]["state"] == "COMPLETED", cluster.log("agent-0.log")[-3000:]
     runs = cluster.client().get(f"/trials/{trial_id}")["runs"]
-    assert [r["exit_reason"] for r in runs] == ["PREEMPTED", "EXITED"]
+    assert [r["exit_reason"] for r in runs] == ["PREEMPTED", "COMPLETED"]
     second = [m["steps_completed"] for m in metrics(cluster, trial_id, "training") if m["trial_run_id"] == 2]
     assert second and min(second) == paused_at + 10

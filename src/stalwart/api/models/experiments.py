@@ -6,7 +6,18 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field
 
-from stalwart.api.models.common import Fraction, Id, JsonObject, MetricNumber, Name, Request, Response, Steps, Timestamp
+from stalwart.api.models.common import (
+    Fraction,
+    Id,
+    JsonObject,
+    MetricNumber,
+    Name,
+    Request,
+    Response,
+    Steps,
+    Timestamp,
+    Uuid,
+)
 from stalwart.api.models.trials import Trial
 from stalwart.api.states import ExperimentState
 
@@ -105,6 +116,21 @@ class ExperimentEnvelope(Response):
     """The answer of PATCH, continue, and the pause/activate/cancel/kill/archive/unarchive actions."""
 
     experiment: Experiment
+
+
+class KeptCheckpoint(Response):
+    """A checkpoint an experiment's delete kept because something else still uses it."""
+
+    uuid: Uuid
+    reason: str = Field(description="who uses it: 'trial 31 of experiment 12 started from it'")
+
+
+class DeletedExperiment(Response):
+    """DELETE /api/v1/experiments/{exp_id}: how many checkpoints' files were deleted, and those kept (files and
+    record) because another experiment's trials started, or will start, from them."""
+
+    deleted_checkpoints: int = Field(default=0, ge=0)
+    kept_checkpoints: list[KeptCheckpoint] = Field(default_factory=list)
 
 
 class TrialList(Response):

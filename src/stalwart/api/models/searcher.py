@@ -19,9 +19,13 @@ class Preview(Response):
     unit: str | None = None
     rows: list[list[int | float]]
     brackets: list[Any]
+    validations: str = Field("", description="where the simulated trials validate (searchers with rungs only)")
+    warnings: list[str] = Field(default_factory=list,
+                                description="rungs that fall between the validations the config's "
+                                            "min_validation_period produces")
 
 
 class PreviewAnswer(Response):
     preview: Preview
     text: str
-    warnings: list[str]
+    warnings: list[str] = Field(description="the config's warnings, then the preview's (`preview.warnings`)")

@@ -15,7 +15,6 @@ from stalwart.api.models.trials import LogEntry
 class UiExperiment(Experiment):
     duration_s: float | None = None
     best: JsonObject | None = None
-    searcher_progress: float | None = None
     can_edit: bool | None = Field(default=None, description="whether the caller may pause, kill or archive it "
                                                             "(edit_experiments: its owner and admins)")
     project_id: int | None = Field(default=None, description="the project it is in")

@@ -69,10 +69,20 @@ def _mark_work_done() -> None:
             log.debug("cannot write %s: %s", path, err)
 
 
+def local_checkpoint_dir() -> pathlib.Path:
+    """Where checkpoints of a run off the cluster go (`e create --test-mode --local`, a script run by hand) when
+    core.init() names no storage: under $STALWART_HOME when it is set (the home of all local state), else under
+    $XDG_DATA_HOME (default ~/.local/share)."""
+    home = os.environ.get("STALWART_HOME")
+    if home:
+        return pathlib.Path(home).expanduser() / "local" / "checkpoints"
+    base = pathlib.Path(os.environ.get("XDG_DATA_HOME") or pathlib.Path.home() / ".local" / "share")
+    return base / "stalwart" / "checkpoints"
+
+
 def _local_storage(checkpoint_storage: Any) -> StorageManager:
     if checkpoint_storage is None:
-        base = pathlib.Path(os.environ.get("XDG_DATA_HOME", pathlib.Path.home() / ".local" / "share"))
-        return SharedFSStorage(str(base / "stalwart" / "checkpoints"))
+        return SharedFSStorage(str(local_checkpoint_dir()))
     if isinstance(checkpoint_storage, (str, os.PathLike)):
         return SharedFSStorage(str(checkpoint_storage))
     return make_storage(dict(checkpoint_storage))

@@ -3,7 +3,8 @@
 Owns the rows of experiments, trials, metrics and checkpoints. Its face (what routes, ui and app may import):
 `experiments` (create, pause, activate, archive, cancel, kill), `trials` (kill, latest checkpoint), `intake`
 (reports from trial processes, `MetricsWriter`) and `searching` (searcher events). `checkpoint_gc`,
-`custom_search`, `metric_reports`, `searchers`, `finishing` and `trial_orders` are its internals.
+`custom_search`, `metric_reports`, `searchers`, `finishing`, `progress`, `warm_start` (the checkpoint a new trial
+starts from: `searcher.source_trial_id` / `source_checkpoint_uuid`) and `trial_orders` are its internals.
 
 Importing it registers the trial task kind with `allocations` (start order, what a run's end means) and its
 step of the scheduling pass (stopping experiments with no live run finish)."""

@@ -8,6 +8,7 @@ from typing import Any
 from stalwart.api.states import ExperimentState as S
 from stalwart.config import views
 from stalwart.master.queries import (
+    checkpoint_users,
     checkpoints as checkpoint_rows,
     experiments as experiment_rows,
     metrics as metric_rows,
@@ -47,6 +48,9 @@ def _keep_for_trial(ckpts: list[Ckpt], latest_n: int, best_n: int, smaller: bool
 
 
 def _delete(conn: Conn, ckpts: list[Ckpt], keep: set[str]) -> None:
+    """Delete the files of the checkpoints not in `keep`, nor one a trial started from (a warm start's source)."""
+    doomed = [c["uuid"] for c in ckpts if c["uuid"] not in keep]
+    keep = keep | {r["uuid"] for r in checkpoint_users.trials_started_from(conn, doomed)}
     for c in ckpts:
         if c["uuid"] in keep:
             continue

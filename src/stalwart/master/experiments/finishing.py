@@ -6,7 +6,7 @@ from typing import Any
 
 from stalwart.api.states import ExperimentState as S
 from stalwart.master.allocations import lifecycle
-from stalwart.master.experiments import checkpoint_gc, searchers
+from stalwart.master.experiments import checkpoint_gc, progress, searchers
 from stalwart.master.queries import experiments as experiment_rows, runs, trials as trial_rows
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master, now
@@ -28,9 +28,10 @@ def set_trials(conn: Conn, exp_id: int, from_states: list[S], to: S) -> None:
 
 
 def set_state(conn: Conn, exp_id: int, state: S, error: str | None = None) -> None:
-    """Move the experiment to `state`: a terminal one ends it now (a COMPLETED one at progress 1)."""
+    """Move the experiment to `state`: a terminal one ends it now, at its final progress (`progress`)."""
+    final = progress.of_experiment(conn, {**experiment(conn, exp_id), "state": state.value}) if state.terminal else None
     experiment_rows.set_state(conn, exp_id, state, ended_at=now() if state.terminal else None,
-                              progress=1.0 if state is S.COMPLETED else None, error_message=error or None)
+                              progress=final, error_message=error or None)
 
 
 def maybe_finish(m: Master, conn: Conn, exp_id: int) -> None:

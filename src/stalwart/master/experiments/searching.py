@@ -7,7 +7,7 @@ from typing import Any
 
 from stalwart.api.states import AllocationState, ExitReason, ExperimentState as S
 from stalwart.master.allocations import lifecycle
-from stalwart.master.experiments import checkpoint_gc, finishing, searchers
+from stalwart.master.experiments import checkpoint_gc, finishing, progress, searchers, warm_start
 from stalwart.master.queries import (
     allocations as allocation_rows,
     experiments as experiment_rows,
@@ -29,6 +29,7 @@ def apply(m: Master, conn: Conn, exp_id: int, search: SearchMethod, actions: lis
         if isinstance(action, Create):
             if S(exp["state"]).terminal or S(exp["state"]).stopping:
                 continue
+            start_from = action.checkpoint_uuid or warm_start.source_uuid(conn, exp, action.checkpoint_from)
             trial_rows.insert(
                 conn,
                 experiment_id=exp_id,
@@ -38,7 +39,7 @@ def apply(m: Master, conn: Conn, exp_id: int, search: SearchMethod, actions: lis
                 state=S.ACTIVE if exp["state"] == S.ACTIVE.value else S.PAUSED,
                 target_length=action.length,
                 source_request_id=action.checkpoint_from,
-                source_checkpoint_uuid=action.checkpoint_uuid,
+                source_checkpoint_uuid=start_from,
                 created_at=now(),
             )
         elif isinstance(action, Stop):
@@ -81,7 +82,7 @@ def _stop_trial(m: Master, conn: Conn, exp_id: int, request_id: str) -> bool:
     trial_rows.request_stop(conn, trial["id"])
     if _preempt_live(m, conn, trial["id"]):
         return False
-    trial_rows.set_state(conn, trial["id"], S.COMPLETED, ended_at=now(), searcher_paused=False, progress=1.0)
+    trial_rows.set_state(conn, trial["id"], S.COMPLETED, ended_at=now(), searcher_paused=False)
     checkpoint_gc.run_for_trial(m, conn, trial["id"])
     return True
 
@@ -103,9 +104,9 @@ def _resume_trial(m: Master, conn: Conn, exp_id: int, request_id: str, length: i
 
 
 def _save(conn: Conn, exp_id: int, search: SearchMethod) -> None:
-    per_trial = {r["request_id"]: (1.0 if r["state"] == S.COMPLETED.value else r["progress"])
-                 for r in trial_rows.progress_of_experiment(conn, exp_id)}
-    experiment_rows.save_search(conn, exp_id, search.snapshot(), search.progress(per_trial))
+    """Store the searcher's snapshot and the experiment's progress (`progress`: the one definition of it)."""
+    experiment_rows.save_search(conn, exp_id, search.snapshot(),
+                                progress.of_experiment(conn, experiment_rows.get(conn, exp_id), search))
 
 
 def on_validation(m: Master, conn: Conn, trial: dict[str, Any], steps_completed: int,

@@ -12,6 +12,7 @@ from stalwart.master.allocations import lifecycle
 from stalwart.master.experiments import checkpoint_gc, finishing, searching
 from stalwart.master.logs import master_line
 from stalwart.master.queries import (
+    allocations as allocation_rows,
     checkpoints as checkpoint_rows,
     experiments as experiment_rows,
     runs,
@@ -36,7 +37,10 @@ def describe_exit(code: int | None) -> str:
 
 def _finish_trial(m: Master, conn: Conn, trial: dict[str, Any], state: S, how: TrialExit,
                   error: str | None = None) -> None:
-    trial_rows.set_state(conn, trial["id"], state, ended_at=now(), progress=1.0 if state is S.COMPLETED else None,
+    """End the trial in `state`. One that trained to its end on its own is at progress 1; one stopped early (by the
+    searcher, by itself, by a kill or a failure) keeps the progress it reported: its share of the experiment's."""
+    whole = state is S.COMPLETED and how is TrialExit.COMPLETED and not trial["stop_requested"]
+    trial_rows.set_state(conn, trial["id"], state, ended_at=now(), progress=1.0 if whole else None,
                          error_message=error or None)
     checkpoint_gc.run_for_trial(m, conn, trial["id"])
     searching.on_trial_exit(m, conn, trial, how)
@@ -90,6 +94,9 @@ def _trial_run_ended(m: Master, conn: Conn, trial: dict[str, Any], exp: Row, all
             master_line(conn, tid, "trial exited after preemption; it resumes from its latest checkpoint "
                         "when scheduled again", "INFO", aid)
         else:
+            # its end (after its length, or a preemption the searcher's stop or the search's end asked for) is the
+            # trial's completion, not a preemption to resume from
+            allocation_rows.set_exit_reason(conn, aid, ExitReason.COMPLETED.value)
             _finish_trial(m, conn, trial, S.COMPLETED, TrialExit.COMPLETED)
         return
     _failed(m, conn, trial, exp, alloc, exit_code)

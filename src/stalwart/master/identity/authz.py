@@ -5,10 +5,11 @@ calls `check_route` before the handler runs. By the scope it checks the permissi
 for the few routes that name it there, the query) names: an experiment, trial, checkpoint, command or task, job,
 workspace, project, user or token, found with its owner and its workspace (a `Target`; `FINDERS`); or on the whole
 cluster; or, for listings and one's own things, anywhere: the handler then shows only what the caller may see
-(`viewable_workspaces`); a call whose objects are in its body is checked by its handler, on each (`require`). A refusal is a
-403 naming the permission. `check_declaration` refuses to register a route whose scope the check could not decide
-(a path value naming an object no finder knows, a workspace permission checked on the cluster), and the
-authorization conformance suite calls every route as each kind of caller.
+(`viewable_workspaces`); a call whose objects are in its body is checked by its handler, on each (`require`).
+A refusal is a 403 naming the permission and the roles (and where) that would grant it. `check_declaration`
+refuses to register a route whose scope the check could not decide (a path value naming an object no finder knows,
+a workspace permission checked on the cluster), and the authorization conformance suite calls every route as each
+kind of caller.
 
 A task's credential (the owner session a trial or command holds, kind `task`) has its owner's permissions less
 `permissions.NOT_FOR_TASKS`, whoever the owner is, and dies with the allocation.

@@ -73,6 +73,13 @@ def completed_of_trials(conn: Conn, trial_ids: list[int]) -> list[Row]:
         t.checkpoints.c.trial_id.in_(trial_ids), t.checkpoints.c.state == "COMPLETED")).mappings().all())
 
 
+def steps_of_trials(conn: Conn, trial_ids: list[int]) -> list[Row]:
+    """(trial_id, uuid, steps_completed, report_time) of every checkpoint of these trials, deleted ones too."""
+    c = t.checkpoints.c
+    return list(conn.execute(sa.select(c.trial_id, c.uuid, c.steps_completed, c.report_time)
+                             .where(c.trial_id.in_(trial_ids))).mappings().all())
+
+
 def mark_deleted(conn: Conn, uuid: str) -> None:
     """The checkpoint's files were deleted from storage."""
     conn.execute(t.checkpoints.update().where(t.checkpoints.c.uuid == uuid).values(state="DELETED"))

@@ -63,6 +63,16 @@ def names(conn: Conn, state: str) -> dict[int, dict[str, Any]]:
         .join(t.projects, t.projects.c.id == _CMD.project_id).where(_CMD.state == state)).mappings()}
 
 
+def places(conn: Conn, cmd_ids: list[int]) -> dict[int, Row]:
+    """Each command's project and workspace names ({id, project, workspace})."""
+    if not cmd_ids:
+        return {}
+    q = (sa.select(_CMD.id, t.projects.c.name.label("project"), t.workspaces.c.name.label("workspace"))
+         .join(t.projects, t.projects.c.id == _CMD.project_id)
+         .join(t.workspaces, t.workspaces.c.id == t.projects.c.workspace_id).where(_CMD.id.in_(cmd_ids)))
+    return {int(r["id"]): r for r in conn.execute(q).mappings()}
+
+
 def log_lines(conn: Conn, cmd_id: int, after_id: int, limit: int) -> list[dict[str, Any]]:
     """Up to `limit` log lines of the command's allocations with ids above `after_id`, in id order."""
     ids = sa.select(t.allocations.c.id).where(t.allocations.c.command_id == cmd_id)

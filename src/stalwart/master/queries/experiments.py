@@ -89,14 +89,16 @@ def update_fields(conn: Conn, exp_id: int, values: dict[str, Any]) -> None:
     conn.execute(t.experiments.update().where(t.experiments.c.id == exp_id).values(**values))
 
 
-def delete_rows(conn: Conn, exp_id: int) -> None:
-    """Delete the experiment and every row hanging off it: its trials' logs, metrics, checkpoints, allocations
-    (and their containers), the trials, its context, its job, and the experiment itself."""
+def delete_rows(conn: Conn, exp_id: int, keep_checkpoints: frozenset[str] = frozenset()) -> None:
+    """Delete the experiment and every row hanging off it: its trials' logs, metrics, checkpoints (but those of
+    `keep_checkpoints`, which something else still uses), allocations (and their containers), the trials, its
+    context, its job, and the experiment itself."""
     trial_ids = sa.select(t.trials.c.id).where(t.trials.c.experiment_id == exp_id).scalar_subquery()
     alloc_ids = sa.select(t.allocations.c.id).where(t.allocations.c.trial_id.in_(trial_ids)).scalar_subquery()
     conn.execute(t.task_logs.delete().where(t.task_logs.c.trial_id.in_(trial_ids)))
     conn.execute(t.metrics.delete().where(t.metrics.c.trial_id.in_(trial_ids)))
-    conn.execute(t.checkpoints.delete().where(t.checkpoints.c.trial_id.in_(trial_ids)))
+    conn.execute(t.checkpoints.delete().where(t.checkpoints.c.trial_id.in_(trial_ids),
+                                              t.checkpoints.c.uuid.not_in(keep_checkpoints)))
     conn.execute(t.allocation_containers.delete().where(t.allocation_containers.c.allocation_id.in_(alloc_ids)))
     conn.execute(t.allocations.delete().where(t.allocations.c.trial_id.in_(trial_ids)))
     conn.execute(t.trials.delete().where(t.trials.c.experiment_id == exp_id))

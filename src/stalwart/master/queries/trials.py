@@ -111,9 +111,13 @@ def hold_for_searcher(conn: Conn, trial_id: int) -> None:
 
 
 def resume_for_searcher(conn: Conn, trial_id: int, target_length: int) -> None:
-    """The searcher resumed the trial with a new length to train to (its progress restarts from 0)."""
-    conn.execute(t.trials.update().where(t.trials.c.id == trial_id).values(
-        searcher_paused=False, target_length=target_length, progress=0.0))
+    """The searcher resumed the trial with a new length to train to; its progress, a fraction of that length, still
+    counts what it trained (until its next report)."""
+    c = t.trials.c
+    kept = sa.case((c.target_length > 0, c.progress * c.target_length / max(target_length, 1)), else_=0.0)
+    conn.execute(t.trials.update().where(c.id == trial_id).values(
+        searcher_paused=False, target_length=target_length, progress=sa.func.min(kept, 1.0)
+        if conn.dialect.name == "sqlite" else sa.func.least(kept, 1.0)))
 
 
 def set_progress(conn: Conn, trial_id: int, progress: float) -> None:
@@ -139,9 +143,12 @@ def ids_of_experiment(conn: Conn, exp_id: int) -> list[int]:
 
 
 def progress_of_experiment(conn: Conn, exp_id: int) -> list[Row]:
-    """(request_id, progress, state) of every trial of an experiment: what the searcher's progress is made of."""
-    return list(conn.execute(sa.select(t.trials.c.request_id, t.trials.c.progress, t.trials.c.state)
-                             .where(t.trials.c.experiment_id == exp_id)).mappings().all())
+    """What an experiment's progress is made of, per trial: (id, request_id, progress, state, target_length,
+    source_request_id, source_checkpoint_uuid, created_at)."""
+    c = t.trials.c
+    return list(conn.execute(sa.select(c.id, c.request_id, c.progress, c.state, c.target_length, c.source_request_id,
+                                       c.source_checkpoint_uuid, c.created_at)
+                             .where(c.experiment_id == exp_id)).mappings().all())
 
 
 def last_failure(conn: Conn, exp_id: int) -> Row | None:

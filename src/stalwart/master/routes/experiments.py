@@ -22,7 +22,7 @@ from stalwart.api.models.experiments import (
 from stalwart.api.states import ExperimentState
 from stalwart.config import views as config_views
 from stalwart.master import offload, views
-from stalwart.master.experiments import continuing, deleting, editing, experiments
+from stalwart.master.experiments import continuing, deleting, editing, experiments, warm_start
 from stalwart.master.identity import authz
 from stalwart.master.queries import (
     checkpoints as checkpoint_rows,
@@ -83,6 +83,7 @@ async def create(request: Request, payload: CreateExperiment) -> dict:
         resources = checked.config.get("resources") or {}
         checked.pool = placement.pool_for(conn, project, resources.get("resource_pool"), checked.pool,
                                           config_views.slots_per_trial(checked.config))
+    _check_warm_start(m, request, checked)
     exp_id, warnings = experiments.create_experiment(
         m, payload.config, archive,
         activate=payload.activate,
@@ -97,6 +98,18 @@ async def create(request: Request, payload: CreateExperiment) -> dict:
         row = experiment_rows.get(conn, exp_id)
         fits = fit.experiment_warnings(conn, row)
     return {"experiment": {**views.experiment(row), "warnings": fits}, "warnings": [*warnings, *fits]}
+
+
+def _check_warm_start(m: Master, request: Request, checked: experiments.NewExperiment) -> None:
+    """A config that starts its trials from a stored checkpoint (searcher.source_trial_id or source_checkpoint_uuid)
+    must name a completed one the caller may view (400, 403; the checked experiment is let go)."""
+    try:
+        uuid = warm_start.check(m, checked.config)
+        if uuid is not None:
+            authz.require_checkpoints(m, request.state.identity, P.VIEW_EXPERIMENTS, [uuid])
+    except BaseException:
+        experiments.discard(checked)
+        raise
 
 
 Values = Annotated[list[str] | None, Query(max_length=100, description="repeat the key, or separate with commas")]
@@ -197,9 +210,11 @@ async def patch(request: Request, exp_id: IdPath, payload: PatchExperiment) -> d
 
 @route(router, "DELETE", "/{exp_id}")
 async def delete(request: Request, exp_id: IdPath) -> dict:
-    """A finished experiment: its checkpoints' files leave storage, then its rows go (409 while it runs)."""
-    await asyncio.to_thread(deleting.delete_experiment, master(request), exp_id)
-    return {}
+    """A finished experiment: its checkpoints' and TensorBoard files leave storage, then its rows go (409 while it
+    runs). Checkpoints other experiments use stay; the answer lists them with the reason."""
+    done = await asyncio.to_thread(deleting.delete_experiment, master(request), exp_id)
+    return {"deleted_checkpoints": done.checkpoints,
+            "kept_checkpoints": [{"uuid": k.uuid, "reason": k.reason} for k in done.kept]}
 
 
 @route(router, "POST", "/{exp_id}/continue")  # before /{exp_id}/{action}, which would take "continue" as an action

@@ -19,11 +19,13 @@ router = APIRouter(prefix="/api/v1/searcher", tags=["searcher"])
 
 @route(router, "POST", "/preview")
 async def preview_search(request: Request, payload: PreviewRequest) -> dict[str, Any]:
-    """Body: {config: YAML text}. The config is validated exactly as `experiment create` would."""
+    """Body: {config: YAML text}. The config is validated exactly as `experiment create` would. The warnings are
+    the config's, then the preview's: rungs that fall between the validations of `min_validation_period`."""
     m = master(request)
     if not payload.config.strip():
         raise InvalidRequest("config: required, the experiment config as YAML text")
     expanded = load_experiment_config(
         payload.config, master_defaults={"checkpoint_storage": m.settings.default_checkpoint_storage()})
     result = preview(expanded.config)
-    return {"preview": dataclasses.asdict(result), "text": result.text(), "warnings": expanded.warnings}
+    return {"preview": dataclasses.asdict(result), "text": result.text(),
+            "warnings": [*expanded.warnings, *result.warnings]}

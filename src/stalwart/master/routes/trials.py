@@ -136,9 +136,9 @@ async def logs(request: Request, trial_id: IdPath, follow: bool = False, after_i
                tail: LineCount = None) -> StreamingResponse:
     """Newline-delimited JSON log entries; with follow=true, stays open until the trial ends. Filtered in the
     query: any of `levels`, at or after `since`, containing `grep`; then only the first `head` or the last `tail`
-    lines (neither with follow, nor both at once)."""
-    if follow and (head is not None or tail is not None):
-        raise InvalidRequest(f"{'head' if head is not None else 'tail'}: cannot be combined with follow=true")
+    lines (not both at once; `head` not with follow; `tail` with follow: the last lines, then the new ones)."""
+    if follow and head is not None:
+        raise InvalidRequest("head: cannot be combined with follow=true (tail can: the last lines, then new ones)")
     if head is not None and tail is not None:
         raise InvalidRequest("head, tail: give one of them, not both")
     where = LogFilter(levels=_levels(levels), since=_since(since), grep=grep or None)

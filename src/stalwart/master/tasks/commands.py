@@ -129,10 +129,12 @@ def kill(m: Master, cmd_id: int) -> None:
         lifecycle.request_kill(m, conn, alloc)
 
 
-def view(cmd: Row, alloc: Row | None, pool: str | None) -> dict[str, Any]:
+def view(cmd: Row, alloc: Row | None, pool: str | None, place: Row | None = None) -> dict[str, Any]:
+    """A command as the API shows it; `place`: its workspace and project names (queries.commands.places)."""
     state = alloc["state"] if alloc is not None and cmd["state"] == ACTIVE else "TERMINATED"
     return {"id": cmd["id"], "type": "COMMAND", "description": cmd["description"], "state": state,
             "owner": cmd["owner"], "project_id": cmd["project_id"], "resource_pool": pool,
+            "workspace": place["workspace"] if place else None, "project": place["project"] if place else None,
             "created_at": cmd["created_at"], "ended_at": cmd["ended_at"], "exit_code": cmd["exit_code"],
             "result": cmd["state"],
             "entrypoint": cmd["config"].get("entrypoint"),

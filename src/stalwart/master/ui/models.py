@@ -90,30 +90,6 @@ def _label_filter(conn: sa.Connection, label: str) -> sa.ColumnElement[bool]:
                      .where(sa.column("value") == label))
 
 
-ENDED_EARLY = ("ERROR", "CANCELED", "STOPPING_ERROR", "STOPPING_CANCELED", "STOPPING_KILLED")
-
-
-def work_done(conn: sa.Connection, exp_ids: list[int]) -> dict[int, float]:
-    """Of experiments that ended early: the share of their trials' training actually done (a completed trial
-    counts whole, any other its own progress); the searcher's own figure counts failed trials as finished."""
-    if not exp_ids:
-        return {}
-    tc = t.trials.c
-    done = sa.case((tc.state == "COMPLETED", 1.0), else_=sa.func.coalesce(tc.progress, 0.0))
-    rows = conn.execute(sa.select(tc.experiment_id, sa.func.avg(done)).where(tc.experiment_id.in_(exp_ids))
-                        .group_by(tc.experiment_id)).all()
-    return {exp_id: 0.0 for exp_id in exp_ids} | {exp_id: float(v or 0.0) for exp_id, v in rows}
-
-
-def show_progress(d: JsonObject, done: dict[int, float]) -> JsonObject:
-    """`progress` as the page shows it: for an experiment that ended early, no more than the work done
-    (`searcher_progress` keeps the searcher's figure)."""
-    d["searcher_progress"] = d["progress"]
-    if d["state"] in ENDED_EARLY and d["id"] in done:
-        d["progress"] = min(d["progress"] or 0.0, done[d["id"]])
-    return d
-
-
 def experiment_filters(conn: sa.Connection, q: str = "", state: str = "", label: str = "", owner: str = "",
                        archived: str = "false") -> list[sa.ColumnElement[bool]]:
     """The WHERE terms of the experiments list's filters; a clear error names a bad `state` or `archived`."""
@@ -189,9 +165,8 @@ def experiments_page(m: Master, idx: MetricsIndex | None, *, q: str = "", state:
         if sort == "best":
             items.sort(key=lambda d: _sort_key(d["best"]["value"] if d["best"] else None), reverse=order == "desc")
             items = items[offset:offset + limit]
-        done = work_done(conn, [d["id"] for d in items if d["state"] in ENDED_EARLY])
         where_is = workspace_models.places(conn, (d["project_id"] for d in items))
-    items = [show_progress(d, done) | where_is.get(d["project_id"], {}) for d in items]
+    items = [d | where_is.get(d["project_id"], {}) for d in items]
     return {"experiments": items, "total": total, "offset": offset, "limit": limit, "sort": sort, "order": order,
             "filters": {"q": q, "state": state, "label": label, "owner": owner, "archived": archived,
                         **({"project": str(project)} if project is not None else {})},
@@ -234,7 +209,6 @@ def experiment_page(m: Master, idx: MetricsIndex | None, exp_id: int, *, sort: s
         head = experiment_head(row, idx, now)
         head.update(workspace_models.places(conn, [row["project_id"]]).get(row["project_id"], {}))
         head["warnings"] = fit.experiment_warnings(conn, row)
-        show_progress(head, work_done(conn, [exp_id] if row["state"] in ENDED_EARLY else []))
         tc = t.trials.c
         trials = conn.execute(
             sa.select(tc.id, tc.state, tc.hparams, tc.restarts, tc.runs, tc.progress, tc.early_exit,

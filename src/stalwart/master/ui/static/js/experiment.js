@@ -31,7 +31,7 @@ function renderHead() {
     ["Project", e.project_id ? el("a", { href: `/projects/${e.project_id}`, text: e.project_name }) : "—"],
     ["Labels", labelChips(e.labels)], ["Description", e.description || "—"],
     ["Searcher", `${s.name} on ${s.metric} (${s.smaller_is_better ? "smaller" : "larger"} is better)`],
-    ["Searcher progress", progressBar(e.progress, e.state)],
+    ["Progress", progressBar(e.progress, e.state)],
     ["Best", e.best ? el("span", {}, fmtNum(e.best.value), " (", el("a", { href: `/trials/${e.best.trial_id}`, text: `trial ${e.best.trial_id}` }), ")")
       : model.index_ready ? "—" : "indexing…"],
     ["Trials", `${s.num_trials}${s.max_trials ? ` of ${s.max_trials}` : ""}: ${byState}`],

@@ -13,19 +13,35 @@ let live = null;
 
 const columns = [
   { key: "id", label: "ID", sortable: true, numeric: true, render: (e) => el("a", { href: `/experiments/${e.id}`, text: e.id }) },
-  { key: "name", label: "Name", sortable: true, render: (e) => el("a", { href: `/experiments/${e.id}`, class: "name", text: e.name }) },
+  { key: "name", label: "Name", sortable: true, class: "name-col", render: (e) => nameLink(e) },
   { key: "state", label: "State", sortable: true, render: (e) => stateBadge(e.state) },
-  { key: "progress", label: "Progress", sortable: true, numeric: true, render: (e) => progressBar(e.progress, e.state) },
-  { key: "best", label: "Best metric", sortable: true, numeric: true, title: "Best validation of the searcher metric",
+  { key: "progress", label: "Progress", sortable: true, numeric: true, class: "wrap", render: (e) => progressBar(e.progress, e.state) },
+  { key: "best", label: "Best metric", sortable: true, numeric: true, class: "wrap", title: "Best validation of the searcher metric",
     render: (e) => (e.best ? el("span", { title: `${e.metric} (trial ${e.best.trial_id})` }, fmtNum(e.best.value), el("small", { text: ` ${e.metric}` }))
       : model.index_ready ? "—" : el("span", { class: "note", text: "indexing…" })) },
   { key: "num_trials", label: "Trials", sortable: true, numeric: true },
   { key: "duration", label: "Duration", sortable: true, numeric: true, render: (e) => fmtDuration(e.duration_s) },
-  { key: "labels", label: "Labels", render: (e) => labelChips(e.labels) },
+  { key: "labels", label: "Labels", class: "wrap", render: (e) => labelChips(e.labels) },
   { key: "owner", label: "Owner", sortable: true, render: (e) => e.owner },
-  ...(project ? [] : [{ key: "project", label: "Workspace / project", render: (e) => place(e) }]),
-  { key: "created_at", label: "Started", sortable: true, numeric: true, render: (e) => fmtTime(e.created_at) },
+  ...(project ? [] : [{ key: "project", label: "Workspace / project", class: "wrap", render: (e) => place(e) }]),
+  { key: "created_at", label: "Started", sortable: true, numeric: true, class: "wrap", render: (e) => stamp(e.created_at) },
+  { key: "ended_at", label: "Ended", sortable: true, numeric: true, class: "wrap", render: (e) => stamp(e.ended_at) },
 ];
+
+// A time as its date and its clock, each kept whole: in a narrow column the clock goes under the date.
+function stamp(ts) {
+  if (!ts) return "—";
+  const [day, clock] = fmtTime(ts).split(" ");
+  return el("span", { class: "stamp" }, el("span", { class: "nowrap", text: day }), " ", el("span", { class: "nowrap", text: clock }));
+}
+
+// The name, breakable after _ - . / : as well as at spaces (a long run_name_like_this wraps between its words,
+// never inside one); the whole name is its title, for one cut short with an ellipsis.
+function nameLink(e) {
+  const parts = String(e.name).split(/(?<=[_\-./:])/);
+  return el("a", { href: `/experiments/${e.id}`, class: "name", title: e.name },
+    parts.flatMap((p, i) => (i < parts.length - 1 ? [p, el("wbr")] : [p])));
+}
 
 function place(e) {
   if (!e.project_id) return "—";

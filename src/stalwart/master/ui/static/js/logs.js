@@ -4,6 +4,14 @@ import { showError } from "./api.js";
 
 const LEVELS = ["TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"];
 const MAX_LINES = 5000;
+const LEADING_LEVEL = new RegExp(`^\\s*(${LEVELS.join("|")})(?::\\s*|\\s+)`, "i");
+
+// A line's text without the level it starts with when that is the line's own level ("INFO: loss 0.3" of an INFO
+// line, as Python's logging writes it): the level column already shows it, once.
+export function withoutLevel(text, level) {
+  const m = LEADING_LEVEL.exec(text);
+  return m && m[1].toUpperCase() === String(level).toUpperCase() ? text.slice(m[0].length) : text;
+}
 
 export class LogViewer {
   // source: { load({level, q}) -> {logs, last_id}, followUrl(afterId) -> url, live() -> bool }
@@ -51,7 +59,7 @@ export class LogViewer {
   }
 
   line(entry, q) {
-    const text = String(entry.log);
+    const text = withoutLevel(String(entry.log), entry.level);
     const msg = el("span", { class: "msg" });
     if (q && text.includes(q)) {
       const parts = text.split(q);

@@ -1,7 +1,10 @@
 // A table with sortable headers and optional row selection; sorting itself is done by the caller (server-side).
 import { el } from "./dom.js";
 
-// columns: [{key, label, render(row) -> Node|string, sortable, numeric, title}]
+// columns: [{key, label, render(row) -> Node|string, sortable, numeric, title, class}] (`class`: of its cells, e.g.
+// "wrap" for a column whose cells may wrap at spaces)
+const cellClass = (c) => [c.numeric ? "num" : "", c.class || ""].join(" ").trim();
+
 export function renderTable(container, { columns, rows, sort, order, onSort, rowKey = (r) => r.id, selected, onSelect,
   empty = "Nothing here yet.", id }) {
   const head = el("tr", {},
@@ -12,7 +15,7 @@ export function renderTable(container, { columns, rows, sort, order, onSort, row
     })) : null,
     columns.map((c) => {
       const active = sort === c.key;
-      const th = el("th", { class: c.numeric ? "num" : "", title: c.title || null, "aria-sort": active ? (order === "asc" ? "ascending" : "descending") : null });
+      const th = el("th", { class: cellClass(c), title: c.title || null, "aria-sort": active ? (order === "asc" ? "ascending" : "descending") : null });
       if (c.sortable && onSort) {
         th.append(el("button", {
           type: "button", class: "sort" + (active ? " active" : ""), dataset: { sort: c.key },
@@ -31,7 +34,7 @@ export function renderTable(container, { columns, rows, sort, order, onSort, row
       })) : null,
       columns.map((c) => {
         const v = c.render ? c.render(r) : r[c.key];
-        return el("td", { class: c.numeric ? "num" : "" }, v === null || v === undefined ? "—" : v);
+        return el("td", { class: cellClass(c) }, v === null || v === undefined ? "—" : v);
       })))
     : [el("tr", {}, el("td", { class: "empty", colspan: columns.length + (selected ? 1 : 0), text: empty }))];
   const table = el("table", { class: "grid", id: id || null }, el("thead", {}, head), el("tbody", {}, body));
