@@ -21,9 +21,11 @@ TRIALS = 4
 REPORTS_PER_TRIAL = 100
 
 TRAIN_PY = textwrap.dedent('''\
-    """Reports NaN and infinities through the Core API, prints its token, then waits to be killed."""
+    """Reports NaN and infinities through the Core API, leaves its token for the test (in TOKEN_DIR: printed, it
+    would be masked in the stored logs), then waits to be killed."""
     import math
     import os
+    import pathlib
     import time
 
     from stalwart import core
@@ -33,7 +35,9 @@ TRAIN_PY = textwrap.dedent('''\
                                               "per_class": {"cat": math.nan}})
         ctx.train.report_validation_metrics(1, {"loss": math.nan})
         ctx.train.flush()
-        print("TOKEN", os.environ["STALWART_ALLOCATION_TOKEN"], flush=True)
+        token = pathlib.Path(os.environ["TOKEN_DIR"], os.environ["STALWART_TRIAL_ID"])
+        token.with_suffix(".part").write_text(os.environ["STALWART_ALLOCATION_TOKEN"])
+        token.with_suffix(".part").rename(token)
         time.sleep(600)
 ''')
 
@@ -49,6 +53,7 @@ searcher:
   max_concurrent_trials: {TRIALS}
   max_length: {{batches: 1000}}
 max_restarts: 0
+environment: {{environment_variables: [TOKEN_DIR=TOKEN_DIR_PATH]}}
 """
 
 
@@ -61,24 +66,22 @@ def cluster4(request, tmp_path):
 
 
 def _start(c, tmp_path) -> tuple[int, dict[int, str]]:
-    """Experiment id and {trial id: allocation token} once every trial has reported and printed its token."""
+    """Experiment id and {trial id: allocation token} once every trial has reported and left its token."""
     ctx = tmp_path / "ctx"
     ctx.mkdir()
     (ctx / "train.py").write_text(TRAIN_PY)
-    exp_id = c.client().post("/experiments", {"config": CONFIG, "activate": True,
+    token_dir = tmp_path / "tokens"
+    token_dir.mkdir()
+    config = CONFIG.replace("TOKEN_DIR_PATH", str(token_dir))
+    exp_id = c.client().post("/experiments", {"config": config, "activate": True,
                                               "context": base64.b64encode(pack_context(ctx).data).decode()})[
         "experiment"]["id"]
 
     def tokens():
-        trials = c.client().get(f"/experiments/{exp_id}")["trials"]
-        found = {}
-        for t in trials:
-            for line in c.client().stream_lines(f"/trials/{t['id']}/logs", follow="false"):
-                if line["log"].startswith("TOKEN "):
-                    found[t["id"]] = line["log"].split()[1]
+        found = {int(f.name): f.read_text() for f in token_dir.iterdir() if f.suffix != ".part"}
         return len(found) == TRIALS and found
 
-    return exp_id, c.wait_for(tokens, timeout=180, what=f"{TRIALS} trials to report and print their tokens")
+    return exp_id, c.wait_for(tokens, timeout=180, what=f"{TRIALS} trials to report and leave their tokens")
 
 
 def test_a_poisoned_report_fails_alone_beside_400_valid_ones_and_nan_round_trips(cluster4, tmp_path):

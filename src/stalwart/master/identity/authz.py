@@ -283,8 +283,9 @@ def check_route(m: Master, ident: Identity, spec: RouteSpec, path_params: Mappin
                 query: Mapping[str, str]) -> None:
     """The route-level check of `spec.permission` by the route's scope: on every object its path (or query) names
     (404 when one names nothing); on the cluster; for listings and one's own things, anywhere (the handler then
-    shows only what the caller may see); for a body's objects, nothing more than a task's credential's limits: the
-    handler checks each object the body names, so its refusal names the workspace where a role would allow it."""
+    shows only what the caller may see); for a body's objects, only what no workspace role could change (a task's
+    credential's limits; basic mode's rules; a cluster-only permission): the handler checks each object the body
+    names, so its refusal names the workspace where a role would allow it."""
     permission, scope = spec.permission, spec.scope
     assert permission is not None and scope is not None  # check_declaration holds for every registered route
     if ident.admin and ident.kind != TASK:
@@ -297,7 +298,8 @@ def check_route(m: Master, ident: Identity, spec: RouteSpec, path_params: Mappin
         if targets:
             return
     if scope is Scope.BODY:  # the handler checks each object the body names: its refusal says where
-        if _task_may_not(ident, permission):
+        decided_here = mode(m) != RBAC or permission in P.CLUSTER_ONLY  # no role on one workspace can grant it
+        if _task_may_not(ident, permission) or (decided_here and not allowed_somewhere(m, ident, permission)):
             raise ForbiddenError(refusal(m, ident, permission, None))
     elif scope is Scope.CLUSTER:
         require(m, ident, permission, None)
