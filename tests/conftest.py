@@ -3,31 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
 import pathlib
-import uuid
 
 import pytest
 
+from pg_databases import fresh_database
 from stalwart.testing import LocalTestCluster
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 DIGITS = REPO / "examples" / "digits"
-PG_ADMIN_URL = os.environ.get("STALWART_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
 @pytest.fixture
 def pg_url():
     """A fresh PostgreSQL database for one test, dropped afterwards."""
-    import psycopg
-
-    name = f"stalwart_test_{uuid.uuid4().hex[:12]}"
-    admin = PG_ADMIN_URL.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield admin.rsplit("/", 1)[0] + "/" + name
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database() as url:
+        yield url
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import pathlib
-import threading
 import time
 import uuid as uuidlib
 from collections.abc import Callable, Iterator
@@ -21,7 +20,7 @@ from typing import Any
 
 import httpx
 import sqlalchemy as sa
-import uvicorn
+from in_thread import serving
 
 from helpers_auth import as_admin, bearer, log_in
 from stalwart.config.master import parse_master_config
@@ -30,7 +29,6 @@ from stalwart.db import tables as t
 from stalwart.master.app import create_app
 from stalwart.master.auth import tokens
 from stalwart.master.settings import MasterSettings
-from stalwart.testing import free_port
 
 SECRET = "SECRET-7f3a"
 """In the names of W's experiments, commands and projects: what a caller who may not view W must never read."""
@@ -140,17 +138,6 @@ def ok(reply: httpx.Response) -> Any:
     return reply.json()
 
 
-def _serve(app: Any) -> tuple[uvicorn.Server, threading.Thread, str]:
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
-    thread = threading.Thread(target=server.run, name="conformance-master", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the master did not start"
-        time.sleep(0.05)
-    return server, thread, f"http://127.0.0.1:{server.config.port}"
-
-
 def _live_allocation(world: World, exp_id: int) -> tuple[str, int]:
     """The allocation of the experiment's trial, once the scheduling pass has made it."""
     deadline = time.monotonic() + 30
@@ -220,7 +207,11 @@ def build(home: pathlib.Path, db_url: str) -> Iterator[World]:
     cluster = parse_master_config({"security": {"authz": {"type": "rbac"}}})
     app = create_app(MasterSettings(db_url=db_url, home=home, cluster=cluster, ui_metrics_index=False,
                                     agent_timeout_s=3600))
-    server, thread, url = _serve(app)
+    with serving(app, "conformance-master") as url:
+        yield from _filled(app, home, url)
+
+
+def _filled(app: Any, home: pathlib.Path, url: str) -> Iterator[World]:
     admin = httpx.Client(base_url=url, timeout=30)
     as_admin(admin)
     m = app.state.master
@@ -241,8 +232,6 @@ def build(home: pathlib.Path, db_url: str) -> Iterator[World]:
     finally:
         for client in (admin, *world.callers.values()):
             client.close()
-        server.should_exit = True
-        thread.join(15)
         m.db.dispose()
 
 

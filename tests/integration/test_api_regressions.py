@@ -19,14 +19,12 @@ import logging
 import pathlib
 import re
 import select
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import httpx
 import pytest
-import uvicorn
+from in_thread import serving
 
 from helpers_auth import as_admin
 from stalwart.api.auth_kinds import AuthKind
@@ -38,7 +36,6 @@ from stalwart.context import pack_context
 from stalwart.master.app import create_app
 from stalwart.master.auth import tokens
 from stalwart.master.settings import MasterSettings
-from stalwart.testing import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -84,21 +81,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     app = create_app(MasterSettings(db_url=f"sqlite:///{home / 'm.db'}", home=home, ui_metrics_index=False))
     app.add_api_route(RAISES, _raise_unexpected, methods=["GET"], include_in_schema=False)
     app.add_api_route(RAISES_STALWART_ERROR, _raise_not_found, methods=["GET"], include_in_schema=False)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
-    thread = threading.Thread(target=server.run, name="regressions-master", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the master did not start"
-        time.sleep(0.05)
-    m = app.state.master
-    enrolled = httpx.post(f"http://127.0.0.1:{server.config.port}/api/v1/agents", json={"agent_id": "a0", "slots": 1},
-                          headers={"authorization": f"Bearer {m.cluster_token}"})
-    assert enrolled.status_code == 200, enrolled.text
-    yield Served("127.0.0.1", server.config.port, m.cluster_token, m.allocation_token("0" * 32),
-                 enrolled.json()["credential"])
-    server.should_exit = True
-    thread.join(15)
+    with serving(app, "regressions-master") as url:
+        m = app.state.master
+        enrolled = httpx.post(f"{url}/api/v1/agents", json={"agent_id": "a0", "slots": 1},
+                              headers={"authorization": f"Bearer {m.cluster_token}"})
+        assert enrolled.status_code == 200, enrolled.text
+        yield Served("127.0.0.1", int(url.rsplit(":", 1)[1]), m.cluster_token, m.allocation_token("0" * 32),
+                     enrolled.json()["credential"])
 
 
 @pytest.fixture(scope="module")

@@ -26,10 +26,9 @@ from collections.abc import Iterator
 
 import authz_world as aw
 import httpx
-import psycopg
 import pytest
 
-from conftest import PG_ADMIN_URL
+from pg_databases import fresh_database
 from stalwart.api import permissions as P
 from stalwart.api.auth_kinds import PATH_VALUES, AuthKind, PathValue, Scope
 from stalwart.api.routes_table import HTML, ROUTES, RouteSpec
@@ -64,15 +63,8 @@ def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     if request.param == "sqlite":
         yield from aw.build(home, f"sqlite:///{home / 'm.db'}")
         return
-    name = f"stalwart_conformance_{uuid.uuid4().hex[:12]}"
-    admin = PG_ADMIN_URL.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield from aw.build(home, admin.rsplit("/", 1)[0] + "/" + name)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database("stalwart_conformance") as url:
+        yield from aw.build(home, url)
 
 
 # -- what the tables say --------------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ import base64
 import gzip
 import json
 import os
-import pathlib
 import re
 import tarfile
 import threading
@@ -15,6 +14,7 @@ import time
 import httpx
 import pytest
 import yaml
+from process_memory import rss
 
 from helpers_auth import bearer
 from integration.helpers import digits_config, wait_state
@@ -87,20 +87,13 @@ def test_member_bombs_are_refused_by_the_member_limit_while_the_master_keeps_ans
     assert max(latencies) < 1.0, f"GET /api/v1/master took up to {max(latencies):.2f} s ({len(latencies)} polls)"
 
 
-def _rss_kib(pid: int) -> int:
-    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError(f"no VmRSS for pid {pid}")
-
-
 def test_a_150_mib_body_is_refused_early_and_a_95_mib_context_is_taken(cluster, tmp_path):
     c = cluster
     pid = c.master.pid
     client = c.client(timeout=300)
     with pytest.raises(InvalidRequest):  # warm up the create path (imports, first allocations)
         client.post("/experiments", {"config": "searcher: {name: single}", "context": ""})
-    before = _rss_kib(pid)
+    before = rss(pid)
 
     body = json.dumps({"config": digits_config(), "context": "A" * (150 * MIB)}).encode()
     reply = httpx.post(c.url + "/api/v1/experiments", content=body, timeout=300,
@@ -118,7 +111,7 @@ def test_a_150_mib_body_is_refused_early_and_a_95_mib_context_is_taken(cluster, 
         assert "limits.max_request_body" in str(err)
     else:
         pytest.fail("a 150 MiB body was accepted")
-    grown_mb = (_rss_kib(pid) - before) / 1024
+    grown_mb = (rss(pid) - before) / 2**20
     assert grown_mb <= 20, f"the master's RSS grew by {grown_mb:.0f} MB while refusing 150 MiB bodies"
     assert c.client().get("/master")["cluster_id"]
 

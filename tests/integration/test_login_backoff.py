@@ -10,7 +10,6 @@ Each test logs in from its own loopback address (127.0.0.N: Linux routes all of 
 from __future__ import annotations
 
 import asyncio
-import pathlib
 import re
 import statistics
 import threading
@@ -19,6 +18,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from process_memory import PeakRss, rss
 
 from helpers_auth import LOGIN, bearer
 from stalwart.testing import LocalTestCluster
@@ -54,14 +54,6 @@ def login(http: httpx.Client, name: str, password: str) -> httpx.Response:
     return http.post(LOGIN, json={"username": name, "password": password})
 
 
-def rss(pid: int) -> int:
-    """The resident memory of process `pid`, in bytes."""
-    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError(f"no VmRSS in /proc/{pid}/status")
-
-
 def log_in_after_back_off(http: httpx.Client, name: str) -> tuple[httpx.Response, float]:
     """The right password, waiting out each 429's Retry-After: the answer and the seconds waited."""
     waited = 0.0
@@ -83,28 +75,6 @@ def assert_throttled(reply: httpx.Response, whose: str) -> None:
     assert re.match(rf"too many failed logins {re.escape(whose)}: wait \d+ s", error["message"]), error["message"]
 
 
-class PeakMemory:
-    """Samples a process's resident memory in a thread until stopped; the most seen."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.peak = rss(pid)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def _sample(self) -> None:
-        while not self._stop.wait(0.005):
-            self.peak = max(self.peak, rss(self.pid))
-
-    def __enter__(self) -> PeakMemory:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
 async def _burst(url: str, address: str, name: str, count: int) -> list[httpx.Response]:
     transport = httpx.AsyncHTTPTransport(local_address=address, limits=httpx.Limits(max_connections=count))
     async with httpx.AsyncClient(base_url=url, timeout=120, transport=transport) as http:
@@ -117,7 +87,7 @@ def test_100_concurrent_bad_logins_answer_401_or_429_in_bounded_memory_and_the_r
     assert master.master is not None
     pid = master.master.pid
     before = rss(pid)
-    with PeakMemory(pid) as memory:
+    with PeakRss(pid, every=0.005) as memory:
         replies = run_fresh(lambda: _burst(master.url, "127.0.0.2", "alice", 100))
     after = rss(pid)
     statuses = [r.status_code for r in replies]

@@ -10,14 +10,13 @@ still sending; what counts is the status it reads.
 
 from __future__ import annotations
 
-import pathlib
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
+from process_memory import PeakRss, rss
 
 from stalwart.testing import LocalTestCluster
 
@@ -28,37 +27,6 @@ UPLOAD = 120 * MIB
 CLIENTS = 8
 GROWTH_LIMIT = 50 * MIB
 ROUTES = ("/api/v1/experiments", "/api/v1/agents")
-
-
-def rss(pid: int) -> int:
-    """The process's resident memory in bytes (/proc/PID/status VmRSS)."""
-    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError(f"no VmRSS in /proc/{pid}/status")
-
-
-class PeakRss:
-    """Samples a process's VmRSS every 20 ms in a thread, keeping the highest."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.peak = rss(pid)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def _sample(self) -> None:
-        while not self._stop.wait(0.02):
-            self.peak = max(self.peak, rss(self.pid))
-
-    def __enter__(self) -> PeakRss:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, rss(self.pid))
 
 
 def body(size: int) -> Iterator[bytes]:

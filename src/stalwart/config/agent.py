@@ -20,7 +20,7 @@ from typing import Any
 
 from stalwart.api.errors import ConfigError
 from stalwart.config._schema import Field, Problems, check_section, list_of, string
-from stalwart.config.source import parse_yaml
+from stalwart.config.source import parse_yaml, read_config_file
 
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 DEFAULT_TASK_ENV_PASSTHROUGH: tuple[str, ...] = ("LD_LIBRARY_PATH", "CUDA_*", "NCCL_*", *PROXY_VARIABLES)
@@ -49,9 +49,5 @@ def parse_agent_config(data: Any, source: str = "agent config") -> AgentConfig:
 def load_agent_config(path: str | pathlib.Path) -> AgentConfig:
     """Read and validate an agent config file; ConfigError (one line naming the field) if it is wrong."""
     p = pathlib.Path(path)
-    try:
-        text = p.read_text()
-    except OSError as err:
-        raise ConfigError(f"cannot read agent config {p}: {err.strerror or err}") from None
-    data = parse_yaml(text, f"agent config {p}")
+    data = parse_yaml(read_config_file(p, "agent config"), f"agent config {p}")
     return parse_agent_config(data or {}, f"agent config {p}")

@@ -33,6 +33,7 @@ from stalwart.config._schema import (
     string,
     type_name,
 )
+from stalwart.config.source import read_config_file
 
 # Keys Determined accepts that Stalwart reads but does not act on (no TLS, auth, telemetry, ... here).
 _IGNORED = ["telemetry", "logging", "log", "cluster_name", "webhooks", "observability", "retention_policy",
@@ -469,10 +470,7 @@ def parse_master_config(data: Any, source: str = "master config") -> MasterConfi
 def load_master_config(path: str | pathlib.Path) -> MasterConfig:
     """Read and validate a master config file; ConfigError (one line naming the field) if it is wrong."""
     p = pathlib.Path(path)
-    try:
-        text = p.read_text()
-    except OSError as err:
-        raise ConfigError(f"cannot read master config {p}: {err.strerror or err}") from None
+    text = read_config_file(p, "master config")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:

@@ -1,8 +1,9 @@
-"""Turn YAML text or a parsed mapping into plain, JSON-serialisable data, with clear errors."""
+"""Turn YAML text (or a config file's) or a parsed mapping into plain, JSON-serialisable data, with clear errors."""
 
 from __future__ import annotations
 
 import datetime
+import pathlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,15 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     return value
+
+
+def read_config_file(path: str | pathlib.Path, what: str) -> str:
+    """The text of a config file (`what`: 'master config'); a ConfigError naming the file when it cannot be read."""
+    p = pathlib.Path(path)
+    try:
+        return p.read_text()
+    except OSError as err:
+        raise ConfigError(f"cannot read {what} {p}: {err.strerror or err}") from None
 
 
 def parse_yaml(text: str, what: str = "experiment config") -> Any:
