@@ -62,7 +62,8 @@ budget; a mark still unreached then counts as `extend` budgets, a bound in that 
 need only ours and random's times, and at W = 32 the TPE-based methods' runs past the budget cost
 most of the CPU. A time the script did not measure is shown as '-' and enters no ratio.
 
-The surrogate and the peers live in bench/lcbench.py, part 2 in bench/search_cost.py.
+The surrogate and the peers live in bench/lcbench.py, the methods in bench/search_methods.py, the report in
+bench/search_report.py, part 2 in bench/search_cost.py.
 
 Part 2, searcher cost: 10,000 trials through the searcher (create -> validation -> exit), time per
 decision and peak memory (tracemalloc), against Optuna's in-memory storage doing ask/tell for
@@ -74,230 +75,18 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import math
 import multiprocessing
 import os
-import random
-import statistics
 import subprocess
 import sys
 import time
 
-from lcbench import EPOCHS, OptunaPeer, RayAshaPeer, Surrogate, base_config
-from search_cost import cost_optuna, cost_ours, cost_report, fmt
-from stalwart.searcher import make_search_method, simulate
+from lcbench import Surrogate
+from search_cost import cost_optuna, cost_ours, cost_report
+from search_methods import EVOLUTION_METHODS, EVOLUTION_RULE, METHODS, run_cell
+from search_report import marks, med, quality_report, time_to, verdict
 
-# -- methods ------------------------------------------------------------------------------------------
-
-# our early-stopping variants: searcher name and the settings on top of `max_trials`, `max_concurrent_trials`
-# and the 52-epoch `max_time`
-ASHA_VARIANTS = {
-    "asha": ("adaptive_asha", {}),
-    "asha-aggr": ("adaptive_asha", {"mode": "aggressive"}),
-    "asha-promo": ("asha_promotion", {"mode": "aggressive"}),
-    "asha-tpe": ("adaptive_asha", {"mode": "standard", "sampler": "tpe"}),
-    "asha-aggr-tpe": ("adaptive_asha", {"mode": "aggressive", "sampler": "tpe"}),
-    "asha-evo": ("adaptive_asha", {"mode": "standard", "sampler": "evolution"}),
-    "asha-aggr-evo": ("adaptive_asha", {"mode": "aggressive", "sampler": "evolution"}),
-    "asha-aggr-evo-d2": ("adaptive_asha", {"mode": "aggressive", "sampler": "evolution", "divisor": 2}),
-}
-
-
-def method_config(name: str, seed: int, workers: int, budget_full: int) -> dict:
-    time_ = {"max_time": EPOCHS, "time_metric": "epochs"}
-    big = 100_000
-    if name == "random":
-        return base_config(seed, {"name": "random", "max_trials": big, "max_concurrent_trials": workers,
-                                  "max_length": {"epochs": EPOCHS}})
-    if name in ASHA_VARIANTS:
-        searcher, settings = ASHA_VARIANTS[name]
-        return base_config(seed, {"name": searcher, **settings, "max_trials": big, "max_concurrent_trials": workers,
-                                  **time_})
-    if name == "hyperband":
-        # one Hyperband iteration (eta 3, 4 brackets) plans 657 epochs for 49 trials: scale to the budget
-        trials = max(49, round(49 * budget_full * EPOCHS / 657))
-        return base_config(seed, {"name": "hyperband", "divisor": 3, "max_trials": trials,
-                                  "max_concurrent_trials": workers, **time_})
-    if name == "pbt":
-        return base_config(seed, {"name": "pbt", "population_size": max(2 * workers, min(budget_full, 64)),
-                                  "num_rounds": 13, "length_per_round": 4, "time_metric": "epochs"})
-    raise ValueError(name)
-
-
-OUR_ASHAS = list(ASHA_VARIANTS)
-# `sampler: evolution`'s rule (stalwart.searcher.evolution_sampler) as of this script; --json records it. In a
-# --merge, a file of an earlier rule (files without the field: rule 1) has its evolution methods' runs reported
-# as '<method>-rule<N>': they still count towards the marks, next to the current rule's runs.
-EVOLUTION_RULE = 2
-EVOLUTION_METHODS = [m for m, (_, settings) in ASHA_VARIANTS.items() if settings.get("sampler") == "evolution"]
-OURS = ["random", *OUR_ASHAS, "hyperband", "pbt"]
-PEERS = ["optuna-tpe", "optuna-sha", "optuna-sha3", "optuna-sha3-rf2", "optuna-hb", "ray-asha", "ray-asha3",
-         "ray-asha3-rf2"]
-PRUNING_PEERS = ["ray-asha", "ray-asha3", "ray-asha3-rf2", "optuna-sha", "optuna-sha3", "optuna-sha3-rf2", "optuna-hb"]
-METHODS = OURS + PEERS
-
-
-def run_method(name: str, task: str, seed: int, workers: int, budget_full: int, surrogate: Surrogate,
-               limit: float) -> dict:
-    fn = surrogate.objective(task)
-    cfg = method_config("random", seed, workers, budget_full) if name in PEERS else method_config(
-        name, seed, workers, budget_full)
-    search = None
-    if name == "optuna-tpe":
-        search = OptunaPeer(workers, seed, None)
-    elif name == "optuna-sha":
-        search = OptunaPeer(workers, seed, "sha")
-    elif name == "optuna-hb":
-        search = OptunaPeer(workers, seed, "hyperband")
-    elif name == "optuna-sha3":
-        search = OptunaPeer(workers, seed, "sha3")
-    elif name == "optuna-sha3-rf2":
-        search = OptunaPeer(workers, seed, "sha3-rf2")
-    elif name == "ray-asha":
-        search = RayAshaPeer(workers, seed)
-    elif name == "ray-asha3":
-        search = RayAshaPeer(workers, seed, grace_period=3)
-    elif name == "ray-asha3-rf2":
-        search = RayAshaPeer(workers, seed, grace_period=3, reduction_factor=2)
-    if search is None:
-        search = make_search_method(cfg)
-    started = time.perf_counter()
-    result = simulate(cfg, fn, max_workers=workers, validate_every=1, time_limit=limit, search=search)
-    return {
-        "method": name, "task": task, "seed": seed, "workers": workers,
-        "trace": result.best_trace, "trials": len(result.trials), "elapsed": result.elapsed,
-        "finished": result.shutdown is not None,
-        "failed": bool(result.shutdown is not None and result.shutdown.failure),
-        "cpu_s": time.perf_counter() - started,
-    }
-
-
-def run_cell(args: tuple) -> list[dict]:
-    """Every method in one (task, seed, W) cell for `limit` simulated seconds (the budget, or more)."""
-    task, seed, workers, budget_full, limit, methods = args
-    surrogate = Surrogate()
-    return [run_method(m, task, seed, workers, budget_full, surrogate, limit) for m in methods]
-
-
-# -- reporting ----------------------------------------------------------------------------------------
-
-def time_to(trace: list, threshold: float) -> float:
-    for t, value in trace:
-        if value >= threshold:
-            return t
-    return math.inf
-
-
-def best_within(trace: list, limit: float) -> float:
-    """The best accuracy a method had seen by `limit` (its trace may run past the budget)."""
-    return max((value for t, value in trace if t <= limit), default=0.0)
-
-
-def marks(runs: list[dict], limits: dict, methods: list[str]) -> dict:
-    """(mark A, mark B) for each (task, seed, W) cell, from what the methods saw within the budget."""
-    out = {}
-    for cell in {(r["task"], r["seed"], r["workers"]) for r in runs}:
-        limit = limits[(cell[0], cell[2])]
-        best = {r["method"]: best_within(r["trace"], limit) for r in runs
-                if (r["task"], r["seed"], r["workers"]) == cell and r["method"] in methods}
-        out[cell] = (0.99 * max(best.values()), 0.99 * best["random"])
-    return out
-
-
-def med(values: list[float]) -> float:
-    """The median; NaN when empty or when any value is NaN (a time that was not measured)."""
-    if not values or any(math.isnan(v) for v in values):
-        return math.nan
-    return statistics.median(values)
-
-
-
-def quality_report(runs: list[dict], refs: dict, limits: dict, cell_marks: dict, workers_list: list[int],
-                   methods: list[str], extend: float, extended: set[str]) -> list[str]:
-    lines = []
-
-    def cap(t: float) -> float:
-        """A mark unreached after `extend` budgets counts as `extend` (a bound in the missing method's favour)."""
-        return extend if math.isinf(t) else max(t, 1e-9)
-
-    for workers in workers_list:
-        cells = sorted({(r["task"], r["seed"]) for r in runs if r["workers"] == workers})
-        by = {(r["method"], r["task"], r["seed"]): r for r in runs if r["workers"] == workers}
-        limit = {c: limits[(c[0], workers)] for c in cells}
-
-        def best(m, cell, by=by, limit=limit):
-            return best_within(by[(m, *cell)]["trace"], limit[cell])
-
-        def time_to_mark(m, cell, which, by=by, limit=limit, workers=workers):
-            run = by[(m, *cell)]
-            t = time_to(run.get("trace_ext", run["trace"]), cell_marks[(*cell, workers)][which]) / limit[cell]
-            if t > 1.0 and (m not in extended or "trace_ext" not in run):
-                # missed within the budget and not run on past it (by --extend-methods, or in a merged file
-                # whose own mark was lower): not measured
-                return math.nan
-            return t if t <= extend else math.inf
-
-        regret = {m: [refs[c[0]] - best(m, c) for c in cells] for m in methods}
-        ta = {m: [time_to_mark(m, c, 0) for c in cells] for m in methods}
-        tb = {m: [time_to_mark(m, c, 1) for c in cells] for m in methods}
-
-        def speedups(times, m):
-            """Per cell: random search's time to the mark over m's."""
-            return [cap(a) / cap(b) for a, b in zip(times["random"], times[m], strict=True)]
-
-        def speed(times, m):
-            return med(speedups(times, m))
-
-        lines.append(f"W = {workers} workers ({len(cells)} task x seed cells; times in units of the budget; "
-                     f"'reached' counts marks reached within the budget)")
-        lines.append(f"{'method':<12} {'med regret':>10} {'mark A reached':>14} {'med tA':>7} {'speedup A':>9} "
-                     f"{'med tB':>7} {'speedup B':>9} {'trials':>7}")
-        for m in methods:
-            reached = sum(1 for t in ta[m] if t <= 1.0)
-            trials = med([by[(m, *c)]["trials"] for c in cells])
-            lines.append(f"{m:<12} {fmt(med(regret[m]), 3):>10} {reached:>10}/{len(cells):<3} {fmt(med(ta[m])):>7} "
-                         f"{times(speed(ta, m)):>9} {fmt(med(tb[m])):>7} {times(speed(tb, m)):>9} {trials:>7.0f}")
-        lines.append("")
-        lines.append("ours vs each peer: median regret ours/peer (< 1 better) | "
-                     "median per-cell time to mark A peer/ours (> 1 faster)")
-        peers = [p for p in ["random"] + PEERS if p in methods]
-        lines.append(f"{'':<12}" + "".join(f"{p:>15}" for p in peers))
-        for ours in [m for m in OURS if m != "random" and m in methods]:
-            row = f"{ours:<12}"
-            for peer in peers:
-                rr = _ratio(med(regret[ours]), med(regret[peer]))
-                tr = med([cap(b) / cap(a) for a, b in zip(ta[ours], ta[peer], strict=True)])
-                row += f"{fmt(rr) + ' | ' + fmt(tr):>15}"
-            lines.append(row)
-        lines.append("")
-        lines.append("how firm the median speed-up to mark A is: per-cell ratios random/ours, and a bootstrap 90% "
-                     "interval of their median (2,000 resamples of the cells)")
-        for ours in [m for m in OUR_ASHAS if m in methods and m in extended]:
-            ratios = speedups(ta, ours)
-            unmeasured = sum(math.isnan(x) for x in ratios)
-            if unmeasured:
-                lines.append(f"{ours:<17} -: its time to mark A was not measured in {unmeasured} of {len(ratios)} "
-                             "cells")
-                continue
-            low, high = bootstrap_median(ratios)
-            lines.append(f"{ours:<17} median {times(med(ratios))}, 90% [{times(low)}, {times(high)}]; cells >= 3x "
-                         f"{sum(x >= 3 for x in ratios)}/{len(ratios)}, < 1x {sum(x < 1 for x in ratios)}")
-        lines.append("")
-        regret_summary[workers] = {m: med(regret[m]) for m in methods}
-        speed_summary[workers] = {m: (speed(ta, m), speed(tb, m)) for m in methods}
-    return lines
-
-
-def bootstrap_median(values: list[float], rounds: int = 2000) -> tuple[float, float]:
-    """A 90% percentile-bootstrap interval of the median of `values` (seeded, so a report is reproducible)."""
-    rng = random.Random(0)
-    meds = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(rounds))
-    return meds[int(0.05 * rounds)], meds[int(0.95 * rounds) - 1]
-
-
-regret_summary: dict = {}
-speed_summary: dict = {}
-
+# -- main ---------------------------------------------------------------------------------------------
 
 def progress(phase: str, done: int, total: int, cell_runs: list[dict], started: float) -> None:
     """One line on stderr per finished cell: a long run shows how far it is and which method costs the most."""
@@ -306,19 +95,6 @@ def progress(phase: str, done: int, total: int, cell_runs: list[dict], started: 
     print(f"[{time.perf_counter() - started:6.0f} s] {phase} {done}/{total}: task {first['task']} seed {first['seed']} "
           f"W={first['workers']}; slowest {slowest['method']} {slowest['cpu_s']:.0f} s", file=sys.stderr, flush=True)
 
-
-def times(x: float) -> str:
-    """A speed-up as '2.50x', or '-' when it was not measured."""
-    return "-" if math.isnan(x) else fmt(x) + "x"
-
-
-def _ratio(a: float, b: float) -> float:
-    if b == 0:
-        return math.inf if a > 0 else 1.0
-    return a / b
-
-
-# -- main ---------------------------------------------------------------------------------------------
 
 def parse_budgets(text: str, workers_list: list[int]) -> dict[int, float]:
     """--budget: one number for every W, or W=B pairs naming every W run."""
@@ -411,6 +187,61 @@ def _within(trace: list, limit: float) -> list:
 
 
 def main() -> None:
+    args = arguments()
+    tasks = args.tasks.split(",")
+    merged = None
+    if args.merge:
+        merged, merged_limits, merged_ran_on = load_runs(args.merge.split(","), args.extend)
+        tasks = list(dict.fromkeys(r["task"] for r in merged))
+    workers_list = [int(w) for w in args.workers.split(",")]
+    budgets = parse_budgets(args.budget, workers_list)
+    methods, extend_methods = select_methods(args, merged)
+    not_extended = [m for m in methods if m not in extend_methods]
+    started = time.perf_counter()
+
+    surrogate = Surrogate()
+    pool = {task: surrogate.pool(task) for task in tasks}
+    limits = {(task, w): budgets[w] * pool[task][1] for task in tasks for w in workers_list}
+    if merged is not None:
+        runs = merged_cells(merged, merged_limits, merged_ran_on, tasks, workers_list, methods, extend_methods, limits)
+        cell_marks = marks(runs, limits, methods)
+        late = late_runs(runs, cell_marks, limits, extend_methods)
+    else:
+        jobs = [(task, seed, w, round(budgets[w] * w), limits[(task, w)], methods)
+                for w in workers_list for task in tasks
+                for seed in range(args.first_seed, args.first_seed + args.seeds)]
+        runs, cell_marks, late = simulate_cells(args, jobs, budgets, limits, methods, extend_methods, started)
+    extended = sum(len(ms) for ms in late.values())
+    refs = {task: max([pool[task][0]] + [r["trace"][-1][1] for r in runs if r["task"] == task and r["trace"]])
+            for task in tasks}
+    cpu = {m: med([r["cpu_s"] for r in runs if r["method"] == m]) for m in methods}
+
+    out = header(args, tasks, runs, budgets, workers_list, extended, not_extended, refs, pool)
+    quality, regret_summary, speed_summary = quality_report(runs, refs, limits, cell_marks, workers_list, methods,
+                                                            args.extend, extend_methods)
+    out += quality
+    failed = [f"{r['method']}/{r['task']}/{r['seed']}/W{r['workers']}" for r in runs if r["failed"]]
+    out.append(f"runs whose search ended in failure: {len(failed)} {' '.join(failed)}")
+    out.append("median real CPU seconds per run: " + ", ".join(f"{m} {cpu[m]:.1f}" for m in methods))
+    cost_rows = []
+    if not args.skip_cost:
+        cost_rows = [cost_ours("random", 10_000), cost_ours("asha", 10_000), cost_optuna("random", 10_000),
+                     cost_optuna("tpe", 1_000, memory=False)]
+        out += ["", "B3 searcher cost: 10,000 trials through the searcher vs Optuna's in-memory storage"]
+        out += cost_report(cost_rows)
+    out += ["", "verdict:"] + verdict(workers_list, regret_summary, speed_summary)
+    out.append(f"wall time {time.perf_counter() - started:.0f} s")
+    print("\n".join(out))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"runs": runs, "refs": refs, "cost": cost_rows, "extend": args.extend,
+                       "evolution_rule": EVOLUTION_RULE,
+                       "extend_methods": sorted(extend_methods),
+                       "limits": {f"{k[0]}/{k[1]}": v for k, v in limits.items()}},
+                      f, default=str)
+
+
+def arguments() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", default="7593,126025,167149,189909")
     ap.add_argument("--seeds", type=int, default=2)
@@ -436,14 +267,27 @@ def main() -> None:
     ap.add_argument("--merge", help="comma-separated --json files of earlier runs over other tasks or seeds, or of "
                                     "other methods on the same cells (same budget and extension): report on their "
                                     "cells together instead of running")
-    args = ap.parse_args()
-    tasks = args.tasks.split(",")
-    merged = None
-    if args.merge:
-        merged, merged_limits, merged_ran_on = load_runs(args.merge.split(","), args.extend)
-        tasks = list(dict.fromkeys(r["task"] for r in merged))
-    workers_list = [int(w) for w in args.workers.split(",")]
-    budgets = parse_budgets(args.budget, workers_list)
+    return ap.parse_args()
+
+
+def header(args: argparse.Namespace, tasks: list[str], runs: list[dict], budgets: dict, workers_list: list[int],
+           extended: int, not_extended: list[str], refs: dict, pool: dict) -> list[str]:
+    """The report's first lines: tasks, seeds, budgets, runs past the budget, the tasks' bests and training times."""
+    return ["B3 search quality: YAHPO Gym LCBench surrogate (val_accuracy, 52 epochs, simulated time)",
+            f"tasks {', '.join(tasks)}; seeds {', '.join(str(s) for s in sorted({r['seed'] for r in runs}))}; "
+            "budget "
+            + ", ".join(f"W={w}: {budgets[w]:g}" for w in workers_list) + " median full trainings of "
+            f"wall clock (x W of worker time); {extended} runs that missed mark A within the budget ran on for "
+            f"up to {args.extend:g} budgets"
+            + ("; not run on past the budget (times past it not measured, '-'): " + ", ".join(not_extended)
+               if not_extended else ""),
+            "task bests (ref): " + ", ".join(f"{t} {refs[t]:.2f}" for t in tasks),
+            "median full-training time (s, simulated): " + ", ".join(f"{t} {pool[t][1]:.0f}" for t in tasks), ""]
+
+
+def select_methods(args: argparse.Namespace, merged: list[dict] | None) -> tuple[list[str], set[str]]:
+    """The methods to report (random always; an earlier rule's runs in a merge next to their method) and those that
+    run on past the budget."""
     methods = args.methods.split(",")
     if "random" not in methods:
         methods.insert(0, "random")
@@ -461,91 +305,33 @@ def main() -> None:
                 methods.insert(methods.index(base), earlier)
                 if base in extend_methods:
                     extend_methods.add(earlier)
-    not_extended = [m for m in methods if m not in extend_methods]
-    started = time.perf_counter()
+    return methods, extend_methods
 
-    surrogate = Surrogate()
-    pool = {task: surrogate.pool(task) for task in tasks}
-    limits = {(task, w): budgets[w] * pool[task][1] for task in tasks for w in workers_list}
-    if merged is not None:
-        runs = [r for r in merged if r["workers"] in workers_list and r["method"] in methods]
-        seeds = sorted({r["seed"] for r in runs})
-        missing = sorted({(t, s, w) for t in tasks for s in seeds for w in workers_list}
-                         - {(r["task"], r["seed"], r["workers"]) for r in runs})
-        absent = sorted(set(methods) - {r["method"] for r in runs})
-        gaps = (([f"(task, seed, W) {missing}"] if missing else [])
-                + ([f"methods {', '.join(absent)}"] if absent else []))
-        if gaps:
-            earlier = [m for m in absent if m in EVOLUTION_METHODS and any(n.startswith(m + "-rule") for n in methods)]
-            hint = (f" ({', '.join(earlier)}: only runs of an earlier sampler: evolution rule, reported as "
-                    f"'-rule<N>'; run them again with this code and merge that file too)" if earlier else "")
-            raise SystemExit(f"--merge: the files have no runs for {'; '.join(gaps)}{hint}; give the --workers and "
-                             "--methods they were run with")
-        if any(abs(merged_limits[f"{t}/{w}"] - limits[(t, w)]) > 1e-6 * limits[(t, w)] for (t, w) in limits):
-            raise SystemExit("--merge: the files were run with another --budget; give the one they were run with")
-        for path, (ran_on, ran) in merged_ran_on.items():
-            if ran_on & set(methods) != extend_methods & ran:
-                raise SystemExit(f"--merge: {path} ran on past the budget {', '.join(sorted(ran_on))}; give the "
-                                 "same --extend-methods")
-        cell_marks = marks(runs, limits, methods)
-        late = late_runs(runs, cell_marks, limits, extend_methods)
-    else:
-        jobs = [(task, seed, w, round(budgets[w] * w), limits[(task, w)], methods)
-                for w in workers_list for task in tasks
-                for seed in range(args.first_seed, args.first_seed + args.seeds)]
-        runs, cell_marks, late = simulate_cells(args, jobs, budgets, limits, methods, extend_methods, started)
-    extended = sum(len(ms) for ms in late.values())
-    refs = {task: max([pool[task][0]] + [r["trace"][-1][1] for r in runs if r["task"] == task and r["trace"]])
-            for task in tasks}
-    cpu = {m: med([r["cpu_s"] for r in runs if r["method"] == m]) for m in methods}
 
-    out = ["B3 search quality: YAHPO Gym LCBench surrogate (val_accuracy, 52 epochs, simulated time)",
-           f"tasks {', '.join(tasks)}; seeds {', '.join(str(s) for s in sorted({r['seed'] for r in runs}))}; "
-           "budget "
-           + ", ".join(f"W={w}: {budgets[w]:g}" for w in workers_list) + " median full trainings of "
-           f"wall clock (x W of worker time); {extended} runs that missed mark A within the budget ran on for "
-           f"up to {args.extend:g} budgets"
-           + ("; not run on past the budget (times past it not measured, '-'): " + ", ".join(not_extended)
-              if not_extended else ""),
-           "task bests (ref): " + ", ".join(f"{t} {refs[t]:.2f}" for t in tasks),
-           "median full-training time (s, simulated): " + ", ".join(f"{t} {pool[t][1]:.0f}" for t in tasks), ""]
-    out += quality_report(runs, refs, limits, cell_marks, workers_list, methods, args.extend, extend_methods)
-    failed = [f"{r['method']}/{r['task']}/{r['seed']}/W{r['workers']}" for r in runs if r["failed"]]
-    out.append(f"runs whose search ended in failure: {len(failed)} {' '.join(failed)}")
-    out.append("median real CPU seconds per run: " + ", ".join(f"{m} {cpu[m]:.1f}" for m in methods))
-    cost_rows = []
-    if not args.skip_cost:
-        cost_rows = [cost_ours("random", 10_000), cost_ours("asha", 10_000), cost_optuna("random", 10_000),
-                     cost_optuna("tpe", 1_000, memory=False)]
-        out += ["", "B3 searcher cost: 10,000 trials through the searcher vs Optuna's in-memory storage"]
-        out += cost_report(cost_rows)
-    verdict = []
-    for w in workers_list:
-        s = speed_summary[w]
-        r = regret_summary[w]
-        peers = [p for p in PRUNING_PEERS if p in r]
-        for ours in [m for m in OUR_ASHAS if m in r]:
-            sa, sb = s[ours]
-            if math.isnan(sa):
-                speed = "time to mark A not measured (not in --extend-methods"
-            else:
-                speed = f"{sa:.2f}x faster than random to mark A, the 1% mark ({'meets' if sa >= 3 else 'misses'} >= 3x"
-            if peers:
-                no_worse = "meets" if all(r[ours] <= r[p] + 1e-9 for p in peers) else "MISSES"
-                regret = "vs " + ", ".join(f"{p} {r[p]:.3f}" for p in peers) + f" ({no_worse} 'no worse')"
-            else:
-                regret = "(no pruning peer in --methods to compare with)"
-            verdict.append(f"W={w}: {ours} {speed}; mark B {times(sb)}); median regret {r[ours]:.3f} {regret}")
-    out += ["", "verdict:"] + verdict
-    out.append(f"wall time {time.perf_counter() - started:.0f} s")
-    print("\n".join(out))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"runs": runs, "refs": refs, "cost": cost_rows, "extend": args.extend,
-                       "evolution_rule": EVOLUTION_RULE,
-                       "extend_methods": sorted(extend_methods),
-                       "limits": {f"{k[0]}/{k[1]}": v for k, v in limits.items()}},
-                      f, default=str)
+def merged_cells(merged: list[dict], merged_limits: dict, merged_ran_on: dict, tasks: list[str],
+                 workers_list: list[int], methods: list[str], extend_methods: set[str], limits: dict) -> list[dict]:
+    """The merged runs of the W and methods asked for: every cell and method there, run with this budget and
+    --extend-methods (else SystemExit naming what differs)."""
+    runs = [r for r in merged if r["workers"] in workers_list and r["method"] in methods]
+    seeds = sorted({r["seed"] for r in runs})
+    missing = sorted({(t, s, w) for t in tasks for s in seeds for w in workers_list}
+                     - {(r["task"], r["seed"], r["workers"]) for r in runs})
+    absent = sorted(set(methods) - {r["method"] for r in runs})
+    gaps = (([f"(task, seed, W) {missing}"] if missing else [])
+            + ([f"methods {', '.join(absent)}"] if absent else []))
+    if gaps:
+        earlier = [m for m in absent if m in EVOLUTION_METHODS and any(n.startswith(m + "-rule") for n in methods)]
+        hint = (f" ({', '.join(earlier)}: only runs of an earlier sampler: evolution rule, reported as "
+                f"'-rule<N>'; run them again with this code and merge that file too)" if earlier else "")
+        raise SystemExit(f"--merge: the files have no runs for {'; '.join(gaps)}{hint}; give the --workers and "
+                         "--methods they were run with")
+    if any(abs(merged_limits[f"{t}/{w}"] - limits[(t, w)]) > 1e-6 * limits[(t, w)] for (t, w) in limits):
+        raise SystemExit("--merge: the files were run with another --budget; give the one they were run with")
+    for path, (ran_on, ran) in merged_ran_on.items():
+        if ran_on & set(methods) != extend_methods & ran:
+            raise SystemExit(f"--merge: {path} ran on past the budget {', '.join(sorted(ran_on))}; give the "
+                             "same --extend-methods")
+    return runs
 
 
 if __name__ == "__main__":

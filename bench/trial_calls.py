@@ -198,8 +198,15 @@ async def all_rounds(sides: list[Side], args) -> None:
 
 
 def stored_rows(client, trials: list[dict]) -> int:
-    return sum(len(client.get(f"/trials/{t['trial_id']}/metrics", group="training", limit=10_000_000)["metrics"])
-               for t in trials)
+    """Training rows stored for the trials, read in the API's pages (at most 100,000 rows each)."""
+    total = 0
+    for t in trials:
+        after = -1
+        while page := client.get(f"/trials/{t['trial_id']}/metrics", group="training", after_steps=after,
+                                 limit=100_000)["metrics"]:
+            total += len(page)
+            after = page[-1]["steps_completed"]
+    return total
 
 
 def summarize(side: Side, stored: int, args) -> dict:

@@ -27,7 +27,7 @@ from stalwart.config.master import parse_master_config
 from stalwart.context import pack_context
 from stalwart.db import tables as t
 from stalwart.master.app import create_app
-from stalwart.master.auth import tokens
+from stalwart.master.identity import tokens
 from stalwart.master.settings import MasterSettings
 
 SECRET = "SECRET-7f3a"

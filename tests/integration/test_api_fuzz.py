@@ -40,7 +40,7 @@ from schemathesis.core.result import Err
 from helpers_auth import as_admin, bearer, log_in
 from stalwart.api.models.errors import ErrorBody
 from stalwart.context import pack_context
-from stalwart.master.auth import tokens
+from stalwart.master.identity import tokens
 from stalwart.master.ui import pages
 from stalwart.testing import LocalTestCluster
 

@@ -34,7 +34,7 @@ from stalwart.api.models.errors import ErrorBody
 from stalwart.api.routes_table import ROUTES, RouteSpec
 from stalwart.context import pack_context
 from stalwart.master.app import create_app
-from stalwart.master.auth import tokens
+from stalwart.master.identity import tokens
 from stalwart.master.settings import MasterSettings
 
 pytestmark = pytest.mark.integration

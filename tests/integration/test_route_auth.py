@@ -35,7 +35,7 @@ from stalwart.api.routes_table import BY_KEY, HTML, ROUTES, RouteSpec
 from stalwart.context import pack_context
 from stalwart.db import tables as t
 from stalwart.master.app import create_app
-from stalwart.master.auth import tokens
+from stalwart.master.identity import tokens
 from stalwart.master.scheduling import scheduling
 from stalwart.master.settings import MasterSettings
 from stalwart.master.ui import pages

@@ -20,8 +20,11 @@ from stalwart.api.errors import ConfigError, InvalidRequest, InvalidStateError, 
 from stalwart.api.states import ExperimentState
 from stalwart.cli.local_cluster import log_in_local_admin
 from stalwart.experimental import (
+    Checkpoint,
     CheckpointSortBy,
+    Experiment,
     OrderBy,
+    Trial,
     _master,
     client,
     metric_rows,
@@ -102,6 +105,16 @@ def test_grid_workflow_from_python(cluster, tmp_path):
     assert "loaded the best model" in run.stdout, run.stdout
 
     client.login(master=c.url)
+    exp, trials = _grid_and_its_trials()
+    frame = _metrics_of(trials)
+    best = _checkpoints_ranked(exp, frame)
+    best_trial = _best_model_loads(best, tmp_path)
+    _logs_of(best_trial)
+    _bad_input_gives_clear_errors(exp, trials, tmp_path)
+
+
+def _grid_and_its_trials() -> tuple[Experiment, list[Trial]]:
+    """The example's grid completed with its 4 trials, listed in both orders."""
     [exp] = client.list_experiments(labels=["sdk"])
     assert exp.wait(interval=0.2) is ExperimentState.COMPLETED
     assert exp.config and exp.config["searcher"]["name"] == "grid"
@@ -112,14 +125,22 @@ def test_grid_workflow_from_python(cluster, tmp_path):
     assert {(t.hparams or {})["hidden"] for t in trials} == {32, 64}
     newest_first = list(exp.list_trials(order_by=OrderBy.DESC))
     assert [t.id for t in newest_first] == sorted((t.id for t in trials), reverse=True)
+    return exp, trials
 
+
+def _metrics_of(trials: list[Trial]) -> Any:
+    """The trials' validation metrics in a DataFrame (returned), and their training metrics."""
     reports = list(client.iter_trials_metrics([t.id for t in trials], "validation"))
     frame = metrics_frame(reports)
     assert len(frame) == 4 and set(frame["trial_id"]) == {t.id for t in trials}
     assert {"steps_completed", "validation_accuracy", "validation_loss"} <= set(frame.columns)
     assert metric_rows(reports)[0]["group"] == "validation"
     assert list(trials[0].iter_metrics("training"))
+    return frame
 
+
+def _checkpoints_ranked(exp: Experiment, frame: Any) -> Checkpoint:
+    """The experiment's checkpoints by its metric, by another metric either way, by trial; the top one returned."""
     best = exp.top_checkpoint()
     assert best.validation_metrics is not None
     assert best.validation_metrics["validation_accuracy"] == frame["validation_accuracy"].max()
@@ -133,7 +154,11 @@ def test_grid_workflow_from_python(cluster, tmp_path):
     assert worst.validation_metrics and worst.validation_metrics["validation_loss"] == frame["validation_loss"].max()
     by_trial = exp.list_checkpoints(sort_by=CheckpointSortBy.TRIAL_ID, order_by=OrderBy.DESC)
     assert [ck.trial_id for ck in by_trial] == sorted((ck.trial_id for ck in by_trial), reverse=True)
+    return best
 
+
+def _best_model_loads(best: Checkpoint, tmp_path: pathlib.Path) -> Trial:
+    """The top checkpoint downloads and its state dict gives the accuracy it was ranked by; its trial returned."""
     path = pathlib.Path(best.download(tmp_path / "best"))
     assert (path / "metadata.json").exists()
     digits = _digits_model()
@@ -144,13 +169,18 @@ def test_grid_workflow_from_python(cluster, tmp_path):
     with torch.no_grad():
         accuracy = (model(x_val).argmax(1) == y_val).float().mean().item()
     assert accuracy == pytest.approx(best.validation_metrics["validation_accuracy"], abs=1e-4)
+    return best_trial
 
+
+def _logs_of(best_trial: Trial) -> None:
     lines = list(best_trial.logs())
     assert any("validation at steps_completed=100" in line for line in lines), lines[-20:]
     assert list(best_trial.logs(tail=1)) == lines[-1:]
     assert best_trial.list_checkpoints(max_results=1)[0].trial_id == best_trial.id
 
-    # bad input: clear errors, nothing created
+
+def _bad_input_gives_clear_errors(exp: Experiment, trials: list[Trial], tmp_path: pathlib.Path) -> None:
+    """Bad input: clear errors, nothing created."""
     with pytest.raises(InvalidRequest, match="both set, or neither"):
         exp.list_checkpoints(sort_by="validation_loss")
     with pytest.raises(NotFoundError):

@@ -26,7 +26,7 @@ import pytest
 from helpers_auth import bearer
 from stalwart.client import Client
 from stalwart.context import pack_context
-from stalwart.master.auth import tokens
+from stalwart.master.identity import tokens
 from stalwart.testing import LocalTestCluster
 
 pytestmark = pytest.mark.integration

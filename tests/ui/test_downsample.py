@@ -1,4 +1,4 @@
-"""Unit tests of master/downsample.py: M4 keeps extremes, the shared grid, and the mergeable series summary."""
+"""Unit tests of master/series/downsample.py: M4 keeps extremes, the shared grid, and the mergeable series summary."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from stalwart.master.downsample import SeriesSummary, extremes, grid, grid_slots, m4, place
+from stalwart.master.series.downsample import SeriesSummary, extremes, grid, grid_slots, m4, place
 
 
 def test_m4_keeps_everything_when_small():

@@ -59,25 +59,53 @@ def test_digits_live_from_the_cli(ui_cluster, search_exp, page, shots):
     c = ui_cluster
     t0 = time.monotonic()
     mark = lambda what: print(f"{time.monotonic() - t0:6.1f} s  {what}")  # noqa: E731 - shown with -s
+    exp_id = _created_and_listed(c, page, mark)
+    mark('listed')
+    trial_id = _open_the_experiment(page, exp_id)
+    mark('trial row')
+    _pause_and_activate(c, page, exp_id, trial_id)
+    mark('paused+activated')
+    _curve_grows(page)
+    mark('curve grew')
+    _trial_page_grows(page, trial_id)
+    mark('logs+curve grew')
+    _log_search_and_level(page)
+    mark('filters')
+    _trial_completes(page)
+    mark('completed')
+    page.screenshot(path=str(shots / "trial.png"), full_page=True)
+
+    page.goto(f"{c.url}/experiments/{exp_id}")
+    page.wait_for_function("() => document.querySelector('#curves').dataset.drawn === '1'")
+    _state(page, "#exp-state", "COMPLETED")
+    page.screenshot(path=str(shots / "experiment-digits.png"), full_page=True)
+
+
+def _created_and_listed(c, page, mark) -> int:
+    """The new experiment appears in the list without a reload."""
     page.goto(c.url + "/")
     page.wait_for_selector("#experiments")
     page.evaluate("window.__sameDocument = 'yes'")
 
     exp_id = _create(c, "hyperparameters.batch_sleep=0.02")
     mark('created')
-    # the new experiment appears in the list without a reload
     page.wait_for_selector(f'#experiments tr[data-key="{exp_id}"]', timeout=10_000)
     assert page.evaluate("window.__sameDocument") == "yes"
+    return exp_id
 
-    mark('listed')
+
+def _open_the_experiment(page, exp_id: int) -> int:
+    """The experiment's page, opened from the list, shows its trial (whose id is returned)."""
     page.click(f'#experiments tr[data-key="{exp_id}"] a.name')
     page.wait_for_selector("#trials tbody tr[data-key]")
     page.evaluate("window.__sameDocument = 'experiment'")
     trial_id = int(page.get_attribute("#trials tbody tr[data-key]", "data-key"))
     assert page.text_content("#exp-name") == "digits-mlp"
+    return trial_id
 
-    mark('trial row')
-    # pause and activate from the page, once the trial has started training
+
+def _pause_and_activate(c, page, exp_id: int, trial_id: int) -> None:
+    """Pause and activate from the page, once the trial has started training."""
     c.wait_for(lambda: c.client().get(f"/trials/{trial_id}")["trial"]["steps_completed"] > 0, timeout=60,
                what="the trial to report its first metrics")
     page.click("#actions button[data-action=pause]")
@@ -86,15 +114,17 @@ def test_digits_live_from_the_cli(ui_cluster, search_exp, page, shots):
     page.click("#actions button[data-action=activate]")
     _state(page, "#exp-state", "ACTIVE")
     assert c.client().get(f"/experiments/{exp_id}")["experiment"]["state"] == "ACTIVE"
-    mark('paused+activated')
 
-    # the learning curve grows live: validations arrive every 100 batches
+
+def _curve_grows(page) -> None:
+    """The learning curve grows live: validations arrive every 100 batches."""
     first = _wait_growth(page, "#curves", "data-points", 0, timeout=60)
     _wait_growth(page, "#curves", "data-points", first, timeout=30)
     assert page.evaluate("window.__sameDocument") == "experiment"
-    mark('curve grew')
 
-    # the trial page: logs arrive while it trains, and its training curve grows
+
+def _trial_page_grows(page, trial_id: int) -> None:
+    """The trial page: logs arrive while it trains, and its training curve grows."""
     page.click(f'#trials tr[data-key="{trial_id}"] a')
     page.wait_for_selector("#logs-panel .line")
     page.evaluate("window.__sameDocument = 'trial'")
@@ -104,8 +134,9 @@ def test_digits_live_from_the_cli(ui_cluster, search_exp, page, shots):
     _wait_growth(page, "#chart-training", "data-points", points, timeout=40)
     assert page.evaluate("window.__sameDocument") == "trial"
 
-    mark('logs+curve grew')
-    # search and level filter
+
+def _log_search_and_level(page) -> None:
+    """The log panel's search and level filter."""
     page.fill("#logs-panel input[name=q]", "validation at")
     page.wait_for_function("() => [...document.querySelectorAll('#logs-panel .line .msg')].length > 0 && "
                            "[...document.querySelectorAll('#logs-panel .line .msg')]"
@@ -119,21 +150,15 @@ def test_digits_live_from_the_cli(ui_cluster, search_exp, page, shots):
     page.select_option("#logs-panel select[name=level]", "")
     page.wait_for_function(SOME_INFO_LINE)
 
-    mark('filters')
-    # to the end: the trial completes, with checkpoints and a restart history of two runs (paused, resumed)
+
+def _trial_completes(page) -> None:
+    """To the end: the trial completes, with checkpoints and a restart history of two runs (paused, resumed)."""
     _state(page, "#trial-state", "COMPLETED", timeout=90)
     page.wait_for_selector("#checkpoints-table tbody tr[data-key] a[download]")
     href = page.get_attribute("#checkpoints-table tbody tr[data-key] a[download]", "href")
     assert href.startswith("/api/v1/checkpoints/") and href.endswith("/download")
     page.wait_for_function("() => document.querySelectorAll('#runs-table tbody tr[data-key]').length >= 2")
     page.wait_for_function("() => Number(document.querySelector('#chart-validation').dataset.points) >= 4")
-    mark('completed')
-    page.screenshot(path=str(shots / "trial.png"), full_page=True)
-
-    page.goto(f"{c.url}/experiments/{exp_id}")
-    page.wait_for_function("() => document.querySelector('#curves').dataset.drawn === '1'")
-    _state(page, "#exp-state", "COMPLETED")
-    page.screenshot(path=str(shots / "experiment-digits.png"), full_page=True)
 
 
 def test_search_experiment_pages(ui_cluster, search_exp, page, shots):

@@ -137,16 +137,30 @@ def test_owners_and_admins_in_the_ui(ui_cluster, new_page, two_users, tmp_path):
     bobs = _experiment(as_bob, tmp_path, f"of-{bob}")
 
     page = new_page(c, ann, PASSWORD)
+    _an_owner_kills_their_own(c, page, ann, anns)
+    _another_owners_is_refused(c, page, ann, bob, bobs)
+    # the audit page is an admin's: a 403 page naming the permission for A
+    res = page.goto(f"{c.url}/audit")
+    assert res.status == 403
+    assert "lacks view_audit" in page.text_content("#error-message")
+
+    _an_admin_kills_it_and_reads_the_audit_log(c, new_page(c), ann, bob, anns, bobs)
+    _a_deactivated_user_is_sent_to_log_in(c, page, ann, anns)
+
+
+def _an_owner_kills_their_own(c, page, ann: str, anns: int) -> None:
+    """A (with a display name, no audit link) kills A's own experiment."""
     page.goto(f"{c.url}/experiments/{anns}")
     assert page.text_content("#user-name").strip() == f"Ann {ann[4:]}"  # the display name
     assert page.locator("#audit-link").count() == 0
-    # A kills A's own experiment
     page.wait_for_selector("#actions button[data-action=kill]:not([disabled])")
     _kill_from_the_page(page)
     page.wait_for_function("() => document.querySelector('#flash').textContent.includes('kill: done')")
     c.wait_for(lambda: _state(c, anns) in ("STOPPING_CANCELED", "CANCELED"), what=f"{ann}'s experiment killed")
 
-    # B's experiment: its page disables the controls and says why ...
+
+def _another_owners_is_refused(c, page, ann: str, bob: str, bobs: int) -> None:
+    """B's experiment: its page disables the controls and says why; a kill from the list is refused."""
     page.goto(f"{c.url}/experiments/{bobs}")
     page.wait_for_selector("#actions-note:not([hidden])")
     assert f"belongs to {bob}" in page.text_content("#actions-note")
@@ -163,13 +177,9 @@ def test_owners_and_admins_in_the_ui(ui_cluster, new_page, two_users, tmp_path):
     assert "1 failed" in flash and f"{ann} lacks edit_experiments" in flash and f"belongs to {bob}" in flash, flash
     assert _state(c, bobs) == "PAUSED"
 
-    # the audit page is an admin's: a 403 page naming the permission for A
-    res = page.goto(f"{c.url}/audit")
-    assert res.status == 403
-    assert "lacks view_audit" in page.text_content("#error-message")
 
-    # the admin may kill B's experiment, and reads A's refused attempt in the audit log
-    admin = new_page(c)
+def _an_admin_kills_it_and_reads_the_audit_log(c, admin, ann: str, bob: str, anns: int, bobs: int) -> None:
+    """The admin may kill B's experiment, and reads A's refused attempt in the audit log."""
     admin.goto(f"{c.url}/experiments/{bobs}")
     admin.wait_for_selector("#actions button[data-action=kill]:not([disabled])")
     assert admin.is_hidden("#actions-note")
@@ -189,7 +199,9 @@ def test_owners_and_admins_in_the_ui(ui_cluster, new_page, two_users, tmp_path):
     assert refused in calls and done in calls, calls
     assert calls.index(refused) < calls.index(done)  # newest first
 
-    # deactivating A (the admin, through the client) sends A's next page load to the login page
+
+def _a_deactivated_user_is_sent_to_log_in(c, page, ann: str, anns: int) -> None:
+    """Deactivating A (the admin, through the client) sends A's next page load to the login page."""
     c.client().edit_user(ann, active=False)
     page.goto(f"{c.url}/experiments/{anns}")
     assert _path(page) == "/login"

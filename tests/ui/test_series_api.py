@@ -147,7 +147,7 @@ def test_experiment_series_puts_all_trials_on_one_grid(client, tmp_path, use_ind
     idx = app.state.metrics_index
     idx.build()
     if use_index:
-        monkeypatch.setattr("stalwart.master.routes.series.RAW_LIMIT", 10)
+        monkeypatch.setattr("stalwart.master.series.experiment.RAW_LIMIT", 10)
     d = c.get(f"/api/v1/experiments/{exp_id}/metrics/series", params={"max_points": 200}).json()
     assert d["source"] == ("summary" if use_index else "raw")
     assert d["metric"] == "loss" and len(d["x"]) == 200 and [tr["trial_id"] for tr in d["trials"]] == ids
@@ -248,7 +248,7 @@ def test_a_big_experiment_chart_waits_for_the_index(client, tmp_path, monkeypatc
     c, app = client
     exp_id, ids = _experiment(app, tmp_path)
     _metrics(app, ids[0], "validation", 50, float)
-    monkeypatch.setattr("stalwart.master.routes.series.RAW_LIMIT", 10)
+    monkeypatch.setattr("stalwart.master.series.experiment.RAW_LIMIT", 10)
     r = c.get(f"/api/v1/experiments/{exp_id}/metrics/series")  # the index was not built (ui_metrics_index=False)
     assert r.status_code == 503 and "still being built" in r.json()["error"]["message"]
     assert c.get(f"/api/v1/trials/{ids[0]}/metrics/series").status_code == 200  # one trial reads its rows

@@ -66,6 +66,22 @@ def test_a_user_sees_their_workspaces_and_may_change_only_where_their_role_allow
     e2 = _experiment(admin, tmp_path, f"exp-b-{tag}", w2.name, p2.name)
 
     page = new_page(c, user, PASSWORD)
+    _workspaces_list_shows_theirs(c, page, w1, w2)
+    _read_only_where_a_viewer(c, page, admin, w2, p2, e2)
+    # a workspace A has no role in is not there for A
+    assert page.goto(f"{c.url}/workspaces/{hidden.id}").status in (403, 404)
+    _kills_where_an_editor(c, page, admin, w1, p1, e1)
+
+    # the experiments list names each experiment's workspace and project, and shows A only those two
+    page.goto(c.url + "/")
+    page.wait_for_selector(f'#experiments tr[data-key="{e1}"]')
+    places = page.eval_on_selector_all("#experiments tbody tr", "trs => Object.fromEntries(trs.map(tr => "
+                                       "[tr.dataset.key, tr.querySelector('.place').textContent]))")
+    assert places == {str(e1): f"{w1.name} / {p1.name}", str(e2): f"{w2.name} / {p2.name}"}
+
+
+def _workspaces_list_shows_theirs(c, page, w1, w2) -> None:
+    """The workspaces page lists the two workspaces A has a role in, with their counts."""
     page.goto(c.url + "/")
     page.click("#workspaces-link")
     page.wait_for_selector("#workspaces")
@@ -75,7 +91,9 @@ def test_a_user_sees_their_workspaces_and_may_change_only_where_their_role_allow
                                    "tr => [...tr.querySelectorAll('td')].map(td => td.textContent.trim())")
     assert counts[:4] == [w2.name, "2", "1", "no"]  # name, projects (its own Uncategorized too), experiments, archived
 
-    # W2 (Viewer) → its project → its experiment: read only
+
+def _read_only_where_a_viewer(c, page, admin, w2, p2, e2: int) -> None:
+    """W2 (Viewer) → its project → its experiment: read only; the master refuses a kill anyway."""
     page.click(f"#workspaces a[href='/workspaces/{w2.id}']")
     page.wait_for_selector("#projects")
     assert page.text_content("#workspace-name").strip() == w2.name
@@ -103,10 +121,9 @@ def test_a_user_sees_their_workspaces_and_may_change_only_where_their_role_allow
     assert refused.status == 403 and "lacks edit_experiments" in refused.text(), refused.text()
     assert admin.get_experiment(e2).experiment.state == "PAUSED"
 
-    # a workspace A has no role in is not there for A
-    assert page.goto(f"{c.url}/workspaces/{hidden.id}").status in (403, 404)
 
-    # W1 (Editor) → its project → its experiment: the controls work, and A kills it from the page
+def _kills_where_an_editor(c, page, admin, w1, p1, e1: int) -> None:
+    """W1 (Editor) → its project → its experiment: the controls work, and A kills it from the page."""
     page.goto(c.url + "/workspaces")
     page.click(f"#workspaces a[href='/workspaces/{w1.id}']")
     page.click(f"#projects a[href='/projects/{p1.id}']")
@@ -119,10 +136,3 @@ def test_a_user_sees_their_workspaces_and_may_change_only_where_their_role_allow
     page.wait_for_function("() => document.querySelector('#flash').textContent.includes('kill: done')")
     c.wait_for(lambda: admin.get_experiment(e1).experiment.state in ("STOPPING_CANCELED", "CANCELED"),
                what="the experiment in W1 killed")
-
-    # the experiments list names each experiment's workspace and project, and shows A only those two
-    page.goto(c.url + "/")
-    page.wait_for_selector(f'#experiments tr[data-key="{e1}"]')
-    places = page.eval_on_selector_all("#experiments tbody tr", "trs => Object.fromEntries(trs.map(tr => "
-                                       "[tr.dataset.key, tr.querySelector('.place').textContent]))")
-    assert places == {str(e1): f"{w1.name} / {p1.name}", str(e2): f"{w2.name} / {p2.name}"}

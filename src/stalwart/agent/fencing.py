@@ -29,6 +29,7 @@ import signal
 import threading
 import time
 import uuid
+from typing import Any
 
 from stalwart.api.errors import InvalidRequest, InvalidStateError
 
@@ -112,13 +113,14 @@ class AgentLock:
             os.close(self._fd)
             self._fd = None
 
-    def _read_state(self) -> dict:
+    def _read_state(self) -> dict[str, Any]:
         try:
-            return json.loads((self.work_root / STATE_NAME).read_text())
+            state: dict[str, Any] = json.loads((self.work_root / STATE_NAME).read_text())
         except (OSError, ValueError):
             return {}
+        return state
 
-    def _write_state(self, state: dict) -> None:
+    def _write_state(self, state: dict[str, Any]) -> None:
         tmp = self.work_root / f".{STATE_NAME}.tmp"
         _write_private(tmp, json.dumps(state))
         os.replace(tmp, self.work_root / STATE_NAME)
@@ -135,7 +137,7 @@ class ProcessRecord:
         _write_private(tmp, json.dumps({"pgid": pgid, "start_time": proc_start_time(pgid)}))
         os.replace(tmp, self.path)
 
-    def read(self) -> dict | None:
+    def read(self) -> dict[str, Any] | None:
         try:
             rec = json.loads(self.path.read_text())
         except (OSError, ValueError):

@@ -13,11 +13,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from stalwart.agent import os_users, task_env
 from stalwart.agent.fencing import FENCE_FD_ENV, ProcessRecord
+from stalwart.agent.log_buffer import Meta
 from stalwart.config.agent import DEFAULT_TASK_ENV_PASSTHROUGH
 from stalwart.context import safe_extract
 
@@ -26,9 +27,16 @@ PUMP_READ = 64 * 1024  # bytes read from a trial's stdout/stderr at a time (what
 MAX_LINE_BYTES = 1024 * 1024  # a longer line (no newline yet) is stored in pieces of this size
 
 
+# Takes a run of (timestamp, text) lines of one stream (blocking while the log buffer is full).
+OnLines = Callable[[Meta, list[tuple[float, str]]], object]
+
+
 class TrialProcess:
-    def __init__(self, order: dict, root: pathlib.Path, agent_id: str, on_line, on_exit,
-                 threads: int | None = None, passthrough: Sequence[str] = DEFAULT_TASK_ENV_PASSTHROUGH) -> None:
+    """One allocation's launcher process on this agent (`order`: the master's StartOrder, as a dict)."""
+
+    def __init__(self, order: dict[str, Any], root: pathlib.Path, agent_id: str, on_line: OnLines,
+                 on_exit: Callable[[TrialProcess], object], threads: int | None = None,
+                 passthrough: Sequence[str] = DEFAULT_TASK_ENV_PASSTHROUGH) -> None:
         self.order = order
         self.threads = threads  # OMP_NUM_THREADS for each process of this run, unless the agent or config sets it
         self.passthrough = passthrough  # the agent config's task_env_passthrough: what it gets of the agent's env
@@ -40,7 +48,7 @@ class TrialProcess:
         self.agent_id = agent_id
         self._on_line = on_line
         self._on_exit = on_exit
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.exit_code: int | None = None
         self.killed = False
         self.fenced = False  # killed by the agent itself for lack of the master: its end is a lost agent's
@@ -162,7 +170,7 @@ class TrialProcess:
             emit(pending.decode("utf-8", errors="replace"))
         stream.close()
 
-    def _wait(self, readers) -> None:
+    def _wait(self, readers: Sequence[threading.Thread]) -> None:
         assert self.proc is not None
         self.exit_code = self.proc.wait()
         # nothing the trial started may outlive it (no orphan keeps training beside a restart)

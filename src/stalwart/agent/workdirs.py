@@ -118,7 +118,7 @@ def _remove_tree(path: pathlib.Path) -> bool:
     return True
 
 
-def _make_writable(_func, failed: str, _exc) -> None:
+def _make_writable(_func: Callable[..., object], failed: str, _exc: object) -> None:
     for target in (os.path.dirname(failed), failed):
         try:
             if not os.path.islink(target):

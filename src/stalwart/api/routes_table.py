@@ -98,7 +98,7 @@ def _r(method: str, path: str, auth: AuthKind, response: type[BaseModel] | None,
                          "what they name there (and in identity.authz how to find it)")
     if auth is USER:
         kw["scope"] = kw.get("scope") or _path_scope(method, path, values)
-    return RouteSpec(method, path, auth, response, errors=tuple(sorted(set(codes))), **kw)  # type: ignore[arg-type]
+    return RouteSpec(method, path, auth, response, errors=tuple(sorted(set(codes))), **kw)  # type: ignore[arg-type]  # kw: RouteSpec's optional fields, by name
 
 
 def _path_scope(method: str, path: str, values: list[str]) -> Scope:

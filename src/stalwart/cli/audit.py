@@ -25,7 +25,7 @@ def audit() -> None:
               help="The most entries to show (the newest).")
 @format_options
 @click.pass_context
-def list_entries(ctx, username: str | None, since: str | None, limit: int, fmt: output.Format) -> None:
+def list_entries(ctx: click.Context, username: str | None, since: str | None, limit: int, fmt: output.Format) -> None:
     """List the newest entries of the audit log, oldest first.
 
     Admins only. The --limit newest entries (after --user and --since filter them), each with its time, user,

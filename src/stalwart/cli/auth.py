@@ -40,7 +40,7 @@ def auth() -> None:
 @click.option("--headless", is_flag=True,
               help="Print the login URL instead of opening a browser here, and ask for the code the master shows.")
 @click.pass_context
-def login(ctx, headless: bool) -> None:
+def login(ctx: click.Context, headless: bool) -> None:
     """Log in through the master's single sign-on provider.
 
     It opens the provider's login page in a browser (--headless: prints its address and asks for the code the

@@ -8,6 +8,7 @@ import math
 import os
 import pathlib
 import signal
+from types import FrameType
 
 import click
 
@@ -23,7 +24,7 @@ from stalwart.cli.base import AliasedGroup, client_of, format_options
 @click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
               help="Master config file (pools, scheduler, security, ...), kept in $STALWART_HOME for later starts; "
                    "the local agent joins its default compute pool.")
-def up(port, slots, foreground, config_file) -> None:
+def up(port: int | None, slots: int | None, foreground: bool, config_file: str | None) -> None:
     """Start a local cluster: a master and one agent.
 
     Both run in the background (in this terminal with --foreground), with their SQLite database, logs and cluster
@@ -87,7 +88,8 @@ def master() -> None:
 @click.option("--url", "advertised_url", default=None, help="Address agents and trials use to reach this master.")
 @click.option("--cluster-token", default=None, envvar="STALWART_CLUSTER_TOKEN", help="Token agents must present.")
 @click.option("--agent-timeout", type=float, default=None, help="Seconds before a silent agent is lost (default 30).")
-def master_run(config_file, db_url, host, port, home_dir, advertised_url, cluster_token, agent_timeout) -> None:
+def master_run(config_file: str | None, db_url: str | None, host: str | None, port: int | None, home_dir: str | None,
+               advertised_url: str | None, cluster_token: str | None, agent_timeout: float | None) -> None:
     """Run a master in the foreground until it is stopped.
 
     It serves the API, the web UI and the scheduler on --host:--port, keeps its state in --db (SQLite under --home
@@ -170,8 +172,9 @@ def agent() -> None:
 @click.option("--task-env-passthrough", "passthrough", multiple=True, metavar="PATTERN",
               help="A variable of the agent's environment its tasks get too, or a glob such as 'HF_*'; repeat it. "
                    "Replaces the config's list (default: LD_LIBRARY_PATH, CUDA_*, NCCL_* and the proxy variables).")
-def agent_run(master_url, token, token_file, agent_id, slots, resource_pool, work_dir, log_buffer_mib,
-              log_block_timeout, keep_work_dirs, config_file, passthrough) -> None:
+def agent_run(master_url: str, token: str | None, token_file: str | None, agent_id: str | None, slots: int | None,
+              resource_pool: str, work_dir: str | None, log_buffer_mib: float, log_block_timeout: float,
+              keep_work_dirs: int, config_file: str | None, passthrough: tuple[str, ...]) -> None:
     """Run an agent in the foreground until it is stopped.
 
     It enrolls with the master at --master (with the cluster token, only the first time), then starts the tasks
@@ -201,7 +204,7 @@ def agent_run(master_url, token, token_file, agent_id, slots, resource_pool, wor
               keep_work_dirs=keep_work_dirs,
               task_env_passthrough=passthrough or agent_config.task_env_passthrough)
 
-    def _term(_sig, _frame):
+    def _term(_sig: int, _frame: FrameType | None) -> None:
         a.stop(kill_running=True)
         raise SystemExit(0)
 
@@ -224,7 +227,7 @@ def _cluster_token(token_file: str | None) -> str | None:
 @agent.command("list")
 @format_options
 @click.pass_context
-def agent_list(ctx, fmt) -> None:
+def agent_list(ctx: click.Context, fmt: output.Format) -> None:
     """List agents with their pool, slots and state.
 
     A row per agent: host, resource pool, slots (and how many are in use), slot type, whether it is enabled,
@@ -237,7 +240,7 @@ def agent_list(ctx, fmt) -> None:
     )
 
 
-def _agent_ids(ctx, agent_id: str | None, all_agents: bool) -> list[str]:
+def _agent_ids(ctx: click.Context, agent_id: str | None, all_agents: bool) -> list[str]:
     if bool(agent_id) == bool(all_agents):
         raise InvalidRequest("give one agent id, or --all")
     if agent_id:
@@ -249,7 +252,7 @@ def _agent_ids(ctx, agent_id: str | None, all_agents: bool) -> list[str]:
 @click.argument("agent_id", required=False)
 @click.option("--all", "all_agents", is_flag=True, help="Every agent.")
 @click.pass_context
-def agent_enable(ctx, agent_id, all_agents) -> None:
+def agent_enable(ctx: click.Context, agent_id: str | None, all_agents: bool) -> None:
     """Let the scheduler use a disabled agent again.
 
     Undoes `disable` for AGENT_ID (or every agent with --all): new tasks may start on its slots from the next
@@ -264,7 +267,7 @@ def agent_enable(ctx, agent_id, all_agents) -> None:
 @click.option("--all", "all_agents", is_flag=True, help="Every agent.")
 @click.option("--drain", is_flag=True, help="Let its running tasks finish; start nothing new there.")
 @click.pass_context
-def agent_disable(ctx, agent_id, all_agents, drain) -> None:
+def agent_disable(ctx: click.Context, agent_id: str | None, all_agents: bool, drain: bool) -> None:
     """Keep new tasks off an agent, or empty it.
 
     The scheduler starts nothing more on AGENT_ID (or on every agent with --all). Without --drain its running
@@ -279,7 +282,7 @@ def agent_disable(ctx, agent_id, all_agents, drain) -> None:
 @agent.command("credentials")
 @format_options
 @click.pass_context
-def agent_credentials(ctx, fmt) -> None:
+def agent_credentials(ctx: click.Context, fmt: output.Format) -> None:
     """List the agents' credentials and when each was used.
 
     Admins only. A row per agent id: its credential's state, when it was created, last used and revoked, whether
@@ -296,7 +299,7 @@ def agent_credentials(ctx, fmt) -> None:
 @click.option("--reenroll", is_flag=True,
               help="Let this agent id enroll again with the cluster token (e.g. its credential file was lost).")
 @click.pass_context
-def agent_revoke(ctx, agent_id, reenroll) -> None:
+def agent_revoke(ctx: click.Context, agent_id: str, reenroll: bool) -> None:
     """Cut an agent off the cluster by revoking its credential.
 
     Admins only. AGENT_ID's next call is refused, and after the agent timeout it is counted lost (its trials
@@ -319,7 +322,7 @@ def slot() -> None:
 @slot.command("list")
 @format_options
 @click.pass_context
-def slot_list(ctx, fmt) -> None:
+def slot_list(ctx: click.Context, fmt: output.Format) -> None:
     """List every slot of every agent and the task using it.
 
     A row per slot: agent, slot id, type, whether it is enabled and draining, and the allocation and task

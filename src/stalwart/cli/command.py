@@ -6,6 +6,7 @@ import base64
 import pathlib
 import sys
 import time
+from typing import Any
 
 import click
 import yaml
@@ -30,8 +31,8 @@ def command() -> None:
     `command`."""
 
 
-def _config(config_file: str | None, overrides: tuple[str, ...], entrypoint: tuple[str, ...]) -> dict:
-    data: dict = {}
+def _config(config_file: str | None, overrides: tuple[str, ...], entrypoint: tuple[str, ...]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
     if config_file:
         p = pathlib.Path(config_file)
         if not p.is_file():
@@ -60,7 +61,8 @@ def _config(config_file: str | None, overrides: tuple[str, ...], entrypoint: tup
 @click.option("-d", "--detach", is_flag=True, help="Print the id and return instead of following the logs.")
 @click.argument("entrypoint", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
-def run(ctx, config_file, overrides, context_dir, detach, entrypoint) -> None:
+def run(ctx: click.Context, config_file: str | None, overrides: tuple[str, ...], context_dir: str | None, detach: bool,
+        entrypoint: tuple[str, ...]) -> None:
     """Run a program on the cluster and print its output.
 
     ENTRYPOINT... is the program and its arguments; it runs on an agent in a copy of --context's directory (if
@@ -115,7 +117,7 @@ def exit_status(cmd: Command) -> int:
               help="Include commands that have ended (the default).")
 @format_options
 @click.pass_context
-def list_(ctx, active_only, show_all, fmt) -> None:
+def list_(ctx: click.Context, active_only: bool, show_all: bool, fmt: output.Format) -> None:
     """List commands with their state, result and exit code.
 
     Ended commands too, unless --active: a row per command with its program, state, result (COMPLETED, ERROR or
@@ -134,7 +136,7 @@ def list_(ctx, active_only, show_all, fmt) -> None:
 @click.argument("cmd_id", type=int)
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new lines until the command ends.")
 @click.pass_context
-def logs(ctx, cmd_id, follow) -> None:
+def logs(ctx: click.Context, cmd_id: int, follow: bool) -> None:
     """Print a command's output so far.
 
     Its standard output and error lines, as the master keeps them; --follow keeps printing new lines until the
@@ -145,7 +147,7 @@ def logs(ctx, cmd_id, follow) -> None:
 @command.command("kill")
 @click.argument("cmd_ids", type=int, nargs=-1, required=True)
 @click.pass_context
-def kill(ctx, cmd_ids) -> None:
+def kill(ctx: click.Context, cmd_ids: tuple[int, ...]) -> None:
     """Stop commands at once; a queued one never starts.
 
     Each running command's program is killed (SIGKILL, with no chance to clean up) and the command ends CANCELED;

@@ -290,7 +290,7 @@ for _name, _verb in ACTIONS:
 @click.option("--polling-interval", default=5.0, show_default=True,
               help="Seconds between two looks at the experiment's state.")
 @click.pass_context
-def wait(ctx, exp_id, polling_interval) -> None:
+def wait(ctx: click.Context, exp_id: int, polling_interval: float) -> None:
     """Wait for an experiment to end; exit 0 if it completed.
 
     It asks the master every --polling-interval seconds until experiment EXP_ID is COMPLETED, CANCELED or ERROR,

@@ -35,7 +35,7 @@ def print_jobs(jobs: list[Job], fmt: output.Format = output.Format.TABLE, json_d
 @click.option("-p", "--resource-pool", default=None, help="Only jobs of this pool.")
 @format_options
 @click.pass_context
-def list_jobs(ctx, resource_pool, fmt) -> None:
+def list_jobs(ctx: click.Context, resource_pool: str | None, fmt: output.Format) -> None:
     """List jobs in queue order, with priority, weight and pool.
 
     A row per job not yet ended: its queue position, the experiment or command it is, its state (QUEUED, or
@@ -53,7 +53,8 @@ def list_jobs(ctx, resource_pool, fmt) -> None:
 @click.option("--ahead-of", default=None, metavar="JOB_ID", help="Put it just ahead of this job.")
 @click.option("--behind-of", default=None, metavar="JOB_ID", help="Put it just behind this job.")
 @click.pass_context
-def update(ctx, job_id, priority, weight, resource_pool, ahead_of, behind_of) -> None:
+def update(ctx: click.Context, job_id: str, priority: int | None, weight: float | None, resource_pool: str | None,
+           ahead_of: str | None, behind_of: str | None) -> None:
     """Change a job's priority, weight, pool or queue position.
 
     Only what is given changes, on the next scheduling pass: --priority, --weight, --resource-pool, and
@@ -101,7 +102,7 @@ def set_command(kind: str, keys: tuple[str, ...]) -> click.Command:
     @click.argument("entity_id", type=int)
     @click.argument("value")
     @click.pass_context
-    def set_(ctx, key, entity_id, value) -> None:
+    def set_(ctx: click.Context, key: str, entity_id: int, value: str) -> None:
         set_job_value(client_of(ctx), kind, key, entity_id, value)
 
     set_.__doc__ = (f"Set a {kind}'s {' or '.join(keys)} in the job queue.\n\n"

@@ -11,7 +11,8 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from stalwart.api.errors import (
     AuthError,
@@ -23,12 +24,23 @@ from stalwart.api.errors import (
 )
 from stalwart.api.models.cluster import MasterInfo
 from stalwart.cli import home as homes, output
+from stalwart.cli.kept_settings import (
+    config_to_use,
+    keep,
+    kept_config,
+    kept_port,
+    kept_port_file,
+    read_text,
+    refuse_new_config,
+)
 from stalwart.client import Client, credentials
 
+if TYPE_CHECKING:
+    from stalwart.config.master import MasterConfig
+
+T = TypeVar("T")
+
 DEFAULT_PORT = 8080
-KEPT_CONFIG = "master-config.yaml"
-KEPT_PORT = "master-port"
-"""The port this home's master last listened on, kept across `down` so that every later `up` serves the same URL."""
 
 
 def port_free(port: int, host: str = "127.0.0.1") -> bool:
@@ -46,7 +58,8 @@ def pick_port(preferred: int = DEFAULT_PORT) -> int:
         return preferred
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def master_info(url: str, timeout: float = 2.0) -> MasterInfo | None:
@@ -91,7 +104,7 @@ def cluster_id_file(base: pathlib.Path) -> pathlib.Path:
     return base / "cluster-id"
 
 
-def running_local() -> dict | None:
+def running_local() -> homes.LocalRecord | None:
     """The record of a local cluster whose master answers as this home's cluster, else None."""
     rec = homes.read_local_record()
     if not rec or not ours(rec.get("master_pid"), "master", pathlib.Path(rec.get("home") or homes.home())):
@@ -102,7 +115,7 @@ def running_local() -> dict | None:
     return rec
 
 
-def _spawn(args: list[str], log_name: str, foreground: bool) -> subprocess.Popen:
+def _spawn(args: list[str], log_name: str, foreground: bool) -> subprocess.Popen[bytes]:
     logs = homes.home() / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "stalwart.cli.main", *args]
@@ -122,7 +135,7 @@ def _log_tail(name: str, lines: int = 8) -> str:
     return "\n".join(text[-lines:])
 
 
-def wait_for_master(url: str, proc: subprocess.Popen, base: pathlib.Path, timeout: float = 60.0) -> str:
+def wait_for_master(url: str, proc: subprocess.Popen[bytes], base: pathlib.Path, timeout: float = 60.0) -> str:
     """Wait until the master we started answers at `url` as our cluster; returns its cluster id."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -168,7 +181,7 @@ def log_in_local_admin(url: str) -> str | None:
         return None
 
 
-def wait_for_agent(url: str, agent_id: str, proc: subprocess.Popen | None, since: float,
+def wait_for_agent(url: str, agent_id: str, proc: subprocess.Popen[bytes] | None, since: float,
                    timeout: float = 60.0) -> None:
     """Wait until the local agent has registered with the master (else fail showing the agent's error)."""
     session = log_in_local_admin(url)
@@ -190,48 +203,36 @@ def wait_for_agent(url: str, agent_id: str, proc: subprocess.Popen | None, since
 
 
 def start(port: int | None = None, slots: int | None = None, foreground: bool = False, config: str | None = None,
-          pool: str | None = None) -> dict:
+          pool: str | None = None) -> homes.StartedRecord:
     """Start master and agent; returns the record written to $STALWART_HOME/local-cluster.json.
 
     After a crash, the survivors of the last start are reused: a master that still answers, an agent
     that still runs (its trials too), and the recorded port, so that nothing runs twice. After `down`, the
-    port the master had is used again (KEPT_PORT), unless --port or the master config names another.
+    port the master had is used again (kept_settings.KEPT_PORT), unless --port or the master config names another.
     """
-    if slots is not None and slots < 0:
-        raise InvalidRequest(f"--slots: expected an integer >= 0, got {slots}")
-    if port is not None and not 0 < port < 65536:
-        raise InvalidRequest(f"--port: expected a port number in 1..65535, got {port}")
+    _check_numbers(port, slots)
     base = homes.home()
     base.mkdir(parents=True, exist_ok=True)
-    rec = homes.read_local_record() or {}
-    if rec.get("home") and pathlib.Path(rec["home"]) != base:
-        rec = {}
-    master_pid = rec.get("master_pid") if ours(rec.get("master_pid"), "master", base) else None
-    # the agent holding this home's work directory, whoever started it (`up`, or a restart by hand)
-    agent_pid = next((pid for pid in (rec.get("agent_pid"), _agent_state_pid(base / "agent"))
-                      if ours(pid, "agent", base)), None)
+    rec, master_pid, agent_pid = _survivors(base)
     survivors = bool(master_pid or agent_pid)
     if survivors and config is not None:
-        _refuse_new_config(base, rec, config)
+        refuse_new_config(base, rec, config)
     if master_pid and agent_pid and running_local():
         log_in_local_admin(rec["url"])
         return {**rec, "already_running": True, "same_config": config is not None}
-    if foreground and survivors:
-        raise InvalidStateError(f"this home's cluster still runs in the background ({base}); stop it with "
-                                f"`stalwart down` before starting it in the foreground")
-    if survivors and port is not None and port != rec.get("port"):
-        raise InvalidStateError(f"this home's cluster still runs on port {rec.get('port')} ({base}); use that "
-                                f"port, or stop it first with `stalwart down`")
+    if survivors:
+        _refuse_to_change_survivors(base, rec, foreground, port)
     # what is restarted after a crash is the cluster that was running: its config (database), slots and pool,
     # unless given again (`stalwart down` forgets slots and pool; the master config stays with the home)
-    kept_before = _read(kept_config(base))  # put back if a master started with a new --config fails
-    config = (rec.get("config") if survivors else None) or _config_to_use(base, config)
+    kept_before = read_text(kept_config(base))  # put back if a master started with a new --config fails
+    config = (rec.get("config") if survivors else None) or config_to_use(base, config)
     slots = slots if slots is not None else rec.get("slots")
-    pool = pool or rec.get("pool") or _from_config(config, "default_compute_pool") or "default"
+    pool = pool or rec.get("pool") or _from_config(config, lambda c: c.default_compute_pool) or "default"
     if master_pid and not master_alive(rec["url"], timeout=5.0):
         raise InvalidStateError(f"this home's master (pid {master_pid}) runs but does not answer at {rec['url']}; "
                                 f"stop the cluster with `stalwart down`, then start it again")
-    port = port or rec.get("port") or _from_config(config, "port") or _kept_port_if_free(base, master_pid)
+    port = (port or rec.get("port") or _from_config(config, lambda c: c.port)
+            or _kept_port_if_free(base, master_pid))
     url = f"http://127.0.0.1:{port}"
     master = None
     if master_pid:
@@ -245,8 +246,9 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
     if not agent_pid:
         agent = _start_agent(base, url, agent_id, pool, slots, foreground)
         agent_pid = agent.pid
-    record = {"url": url, "master_pid": master_pid, "agent_pid": agent_pid, "home": str(base), "port": port,
-              "cluster_id": cluster_id, "config": config, "slots": slots, "pool": pool}
+    record: homes.StartedRecord = {
+        "url": url, "master_pid": master_pid, "agent_pid": agent_pid, "home": str(base), "port": port,
+        "cluster_id": cluster_id, "config": config, "slots": slots, "pool": pool}
     _write_record(base, record)  # before waiting: `down` must find what was started, whatever happens next
     wait_for_agent(url, agent_id, agent, since)
     if foreground:
@@ -254,23 +256,42 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
     return record
 
 
-def _write_record(base: pathlib.Path, record: dict) -> None:
+def _check_numbers(port: int | None, slots: int | None) -> None:
+    """Refuse a --slots or a --port that cannot be."""
+    if slots is not None and slots < 0:
+        raise InvalidRequest(f"--slots: expected an integer >= 0, got {slots}")
+    if port is not None and not 0 < port < 65536:
+        raise InvalidRequest(f"--port: expected a port number in 1..65535, got {port}")
+
+
+def _survivors(base: pathlib.Path) -> tuple[homes.LocalRecord, int | None, int | None]:
+    """This home's record (empty when it is another home's, or none), and the pids of its master and agent
+    that still run: the processes of the last start, which a new start reuses."""
+    rec = homes.read_local_record() or {}
+    if rec.get("home") and pathlib.Path(rec["home"]) != base:
+        rec = {}
+    master_pid = rec.get("master_pid") if ours(rec.get("master_pid"), "master", base) else None
+    # the agent holding this home's work directory, whoever started it (`up`, or a restart by hand)
+    agent_pid = next((pid for pid in (rec.get("agent_pid"), _agent_state_pid(base / "agent"))
+                      if ours(pid, "agent", base)), None)
+    return rec, master_pid, agent_pid
+
+
+def _refuse_to_change_survivors(base: pathlib.Path, rec: homes.LocalRecord, foreground: bool,
+                                port: int | None) -> None:
+    """A start that finds part of this home's cluster running cannot move it to the foreground or another port."""
+    if foreground:
+        raise InvalidStateError(f"this home's cluster still runs in the background ({base}); stop it with "
+                                f"`stalwart down` before starting it in the foreground")
+    if port is not None and port != rec.get("port"):
+        raise InvalidStateError(f"this home's cluster still runs on port {rec.get('port')} ({base}); use that "
+                                f"port, or stop it first with `stalwart down`")
+
+
+def _write_record(base: pathlib.Path, record: homes.LocalRecord) -> None:
     """Record what was started (local-cluster.json, gone at `down`) and keep its port (kept after `down`)."""
     homes.write_local_record(record)
-    _keep(kept_port_file(base), f"{record['port']}\n")
-
-
-def kept_port_file(base: pathlib.Path) -> pathlib.Path:
-    """Where the home keeps the port its master last listened on (see KEPT_PORT)."""
-    return base / KEPT_PORT
-
-
-def kept_port(base: pathlib.Path) -> int | None:
-    """The port this home's master last listened on; None before its first start (or if the file is unreadable)."""
-    text = _read(kept_port_file(base))
-    if text is None or not text.strip().isdigit() or not 0 < int(text) < 65536:
-        return None
-    return int(text)
+    keep(kept_port_file(base), f"{record['port']}\n")
 
 
 def _kept_port_if_free(base: pathlib.Path, master_pid: int | None) -> int:
@@ -290,18 +311,18 @@ def _kept_port_if_free(base: pathlib.Path, master_pid: int | None) -> int:
 
 
 def _run_master(base: pathlib.Path, port: int, config: str | None, foreground: bool,
-                kept_before: str | None) -> tuple[subprocess.Popen, str]:
+                kept_before: str | None) -> tuple[subprocess.Popen[bytes], str]:
     """Start this home's master and wait until it answers: the process and its cluster id. A master that does not
     come up leaves the home's kept config as it was before this start (`kept_before`)."""
     master = _start_master(base, port, config, foreground)
     try:
         return master, wait_for_master(f"http://127.0.0.1:{port}", master, base)
     except StalwartError:
-        _keep(kept_config(base), kept_before)  # a config the master refused is not kept
+        keep(kept_config(base), kept_before)  # a config the master refused is not kept
         raise
 
 
-def _start_master(base: pathlib.Path, port: int, config: str | None, foreground: bool) -> subprocess.Popen:
+def _start_master(base: pathlib.Path, port: int, config: str | None, foreground: bool) -> subprocess.Popen[bytes]:
     """Spawn this home's master on `port` (with `config`; its database in the home unless the config names one)."""
     url = f"http://127.0.0.1:{port}"
     if not port_free(port):
@@ -311,14 +332,14 @@ def _start_master(base: pathlib.Path, port: int, config: str | None, foreground:
     db = f"sqlite:///{base / 'master.db'}"
     args = ["master", "run", "--port", str(port), "--home", str(base)]
     args += ["--config", config] if config else ["--db", db]
-    if config and not _from_config(config, "db_url"):
+    if config and not _from_config(config, lambda c: c.db_url):
         args += ["--db", db]
     cluster_id_file(base).unlink(missing_ok=True)  # the master writes it again once it holds its database
     return _spawn(args, "master.log", foreground)
 
 
 def _start_agent(base: pathlib.Path, url: str, agent_id: str, pool: str, slots: int | None,
-                 foreground: bool) -> subprocess.Popen:
+                 foreground: bool) -> subprocess.Popen[bytes]:
     """Spawn this home's agent (its work directory in the home) in `pool`."""
     args = ["agent", "run", "--master", url, "--token-file", str(homes.token_file(base)),
             "--work-dir", str(base / "agent"), "--resource-pool", pool, "--agent-id", agent_id]
@@ -327,63 +348,16 @@ def _start_agent(base: pathlib.Path, url: str, agent_id: str, pool: str, slots: 
     return _spawn(args, "agent.log", foreground)
 
 
-def kept_config(base: pathlib.Path) -> pathlib.Path:
-    """Where the home keeps the master config its cluster runs with (`stalwart up --config F` copies F there)."""
-    return base / KEPT_CONFIG
-
-
-def _refuse_new_config(base: pathlib.Path, rec: dict, config: str) -> None:
-    """`up --config F` while this home's cluster runs: F is not applied to a running master, so anything but the
-    config it runs with is refused (the same one: nothing to do)."""
-    running_with = _read(pathlib.Path(rec["config"])) if rec.get("config") else None
-    if running_with is not None and pathlib.Path(config).read_text() == running_with:
-        return
-    what = f"another master config ({rec.get('config')})" if rec.get("config") else "no master config"
-    raise InvalidStateError(f"this home's cluster is already running ({base}) with {what}; {config} was not "
-                            f"applied. Stop it first with `stalwart down`, then `stalwart up --config {config}`")
-
-
-def _read(path: pathlib.Path) -> str | None:
-    try:
-        return path.read_text()
-    except OSError:
-        return None
-
-
-def _keep(path: pathlib.Path, text: str | None) -> None:
-    """Write `text` to `path`, readable by this user only (a master config may hold passwords); None: remove it."""
-    if text is None:
-        path.unlink(missing_ok=True)
-        return
-    path.touch(mode=0o600, exist_ok=True)
-    os.chmod(path, 0o600)
-    path.write_text(text)
-
-
-def _config_to_use(base: pathlib.Path, config: str | None) -> str | None:
-    """The master config a new start uses: `config` (copied into the home first, private: it may hold
-    passwords), else the one the home kept from an earlier `up --config`, else none."""
-    kept = kept_config(base)
-    if config is not None:
-        _keep(kept, pathlib.Path(config).read_text())
-        return str(kept)
-    if kept.is_file():
-        output.info(f"Using the master config kept in {kept} (from `stalwart up --config`; give --config to "
-                    f"change it).")
-        return str(kept)
-    return None
-
-
-def _from_config(config: str | None, key: str) -> Any:
+def _from_config(config: str | None, setting: Callable[[MasterConfig], T]) -> T | None:
     """A setting of a master config file (`port`; `default_compute_pool`, the pool the local agent joins)."""
     if config is None:
         return None
     from stalwart.config.master import load_master_config
 
-    return getattr(load_master_config(config), key)
+    return setting(load_master_config(config))
 
 
-def _wait_foreground(*procs: subprocess.Popen | None) -> None:
+def _wait_foreground(*procs: subprocess.Popen[bytes] | None) -> None:
     """Run until one of the processes started here ends (or Ctrl-C), then stop them all."""
     started = [p for p in procs if p is not None]
     try:
@@ -413,8 +387,9 @@ def stop() -> bool:
     """
     base = homes.home()
     rec = homes.read_local_record() or {}
-    agent_pids = [rec.get("agent_pid"), _agent_state_pid(base / "agent")]
-    targets = [(pid, "agent") for pid in dict.fromkeys(agent_pids) if pid] + [(rec.get("master_pid"), "master")]
+    agent_pids = dict.fromkeys([rec.get("agent_pid"), _agent_state_pid(base / "agent")])
+    targets = [(pid, role) for pid, role in [*((p, "agent") for p in agent_pids), (rec.get("master_pid"), "master")]
+               if pid]
     stopped = False
     for pid, role in targets:
         if not ours(pid, role, base):

@@ -12,7 +12,7 @@ from stalwart.api.errors import StalwartError
 from stalwart.cli import experiment_continue, experiment_edit, experiment_files
 from stalwart.cli.audit import audit
 from stalwart.cli.auth import auth
-from stalwart.cli.base import AliasedGroup
+from stalwart.cli.base import AliasedGroup, RootOptions
 from stalwart.cli.checkpoint import checkpoint
 from stalwart.cli.cluster import agent, down, master, slot, up
 from stalwart.cli.command import command
@@ -47,14 +47,14 @@ EXIT_CODES = ("Exit codes: 0 done; 1 failed (an experiment that did not complete
                    "of `stalwart user login`).")
 @click.version_option(stalwart.__version__, "-v", "--version", prog_name="stalwart")
 @click.pass_context
-def cli(ctx, master_url, user_name) -> None:
+def cli(ctx: click.Context, master_url: str | None, user_name: str | None) -> None:
     """Train models on your cluster; Determined experiments run unchanged.
 
     Start a local cluster with `stalwart up`, then run an experiment with `stalwart e create CONFIG.yaml CODE_DIR
     --follow`. Each command's --help says what it does and changes. Short names: e experiment, t trial,
     c checkpoint, cmd command, j job, a agent, s slot, u user, tkn token, w workspace, p project, rp
     resource-pool."""
-    ctx.obj = {"master": master_url, "user": user_name}
+    ctx.obj = RootOptions(master=master_url, user=user_name)
 
 
 for group in (up, down, master, agent, slot, experiment, trial, checkpoint, preview_search, job, command, user, token,

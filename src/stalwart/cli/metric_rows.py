@@ -10,6 +10,7 @@ from stalwart.client import Client
 
 SCALARS = (int, float, str, bool)
 """Metric values a cell can show (NaN and the infinities travel as strings); lists and dicts are left out."""
+Scalar = int | float | str | bool
 
 
 @dataclass
@@ -17,13 +18,13 @@ class MetricTable:
     """Columns `Trial`, `Steps`, one per `group.metric`, then `Checkpoint`; `points` keeps every report for JSON."""
 
     columns: list[str]
-    rows: list[list[Any]]
+    rows: list[list[Scalar | None]]
     points: list[dict[str, Any]] = field(default_factory=list)
 
 
 def metric_table(client: Client, trial_ids: Iterable[int]) -> MetricTable:
     """Every metric report of these trials, and their checkpoints, merged by the steps they were reported at."""
-    cells: dict[tuple[int, int], dict[str, Any]] = {}
+    cells: dict[tuple[int, int], dict[str, Scalar]] = {}
     names: dict[str, None] = {}
     points: list[dict[str, Any]] = []
     for trial_id in trial_ids:

@@ -7,8 +7,7 @@ import datetime as dt
 import enum
 import json
 import sys
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel
 from rich.console import Console
@@ -40,7 +39,7 @@ class Format(enum.Enum):
     CSV = "csv"
 
 
-def emit(fmt: Format, columns: list[str], rows: Iterable[Iterable[Any]], *, json_data: Any = None,
+def emit(fmt: Format, columns: list[str], rows: Iterable[Iterable[object]], *, json_data: object = None,
          title: str | None = None) -> None:
     """The one place rows are rendered: a table, CSV (a header line, then a line per row), or JSON (`json_data`,
     the API's answer, when given; else the rows as objects keyed by column)."""
@@ -53,7 +52,7 @@ def emit(fmt: Format, columns: list[str], rows: Iterable[Iterable[Any]], *, json
         table(columns, rows, title=title)
 
 
-def print_csv(columns: list[str], rows: Iterable[Iterable[Any]]) -> None:
+def print_csv(columns: list[str], rows: Iterable[Iterable[object]]) -> None:
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
@@ -61,12 +60,12 @@ def print_csv(columns: list[str], rows: Iterable[Iterable[Any]]) -> None:
     sys.stdout.flush()
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> object:
     """A value as JSON shows it: an enum (a state) by its value, anything else as it is."""
     return value.value if isinstance(value, enum.Enum) else value
 
 
-def print_json(data: Any) -> None:
+def print_json(data: object) -> None:
     """`data` as indented JSON; an API model as the master sent it (fields it left out stay out)."""
     if isinstance(data, BaseModel):
         data = data.model_dump(mode="json", exclude_unset=True)
@@ -79,7 +78,7 @@ def when(ts: float | None) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def table(columns: list[str], rows: Iterable[Iterable[Any]], title: str | None = None) -> None:
+def table(columns: list[str], rows: Iterable[Iterable[object]], title: str | None = None) -> None:
     t = Table(title=title, show_lines=False, header_style="bold")
     for c in columns:
         t.add_column(c, overflow="fold")
@@ -88,7 +87,7 @@ def table(columns: list[str], rows: Iterable[Iterable[Any]], title: str | None =
     console.print(t)
 
 
-def cell(value: Any) -> str:
+def cell(value: object) -> str:
     """A value as a table shows it: nothing for None, an enum (a state) by its value."""
     if value is None:
         return ""
@@ -97,7 +96,7 @@ def cell(value: Any) -> str:
     return str(value)
 
 
-def short_metrics(metrics: dict | None, limit: int = 6) -> str:
+def short_metrics(metrics: Mapping[str, object] | None, limit: int = 6) -> str:
     if not metrics:
         return ""
     parts = []

@@ -29,7 +29,8 @@ def project() -> None:
 @click.option("--key", default=None, help="A short key (letters and digits).")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.pass_context
-def create(ctx, workspace_name: str, name: str, description: str | None, key: str | None, as_json: bool) -> None:
+def create(ctx: click.Context, workspace_name: str, name: str, description: str | None, key: str | None,
+           as_json: bool) -> None:
     """Create a project to hold experiments in a workspace.
 
     Project NAME goes into workspace WORKSPACE_NAME (not an archived one); names are unique within a workspace.
@@ -46,7 +47,7 @@ def create(ctx, workspace_name: str, name: str, description: str | None, key: st
 @click.argument("workspace_name")
 @format_options
 @click.pass_context
-def list_(ctx, workspace_name: str, fmt: output.Format) -> None:
+def list_(ctx: click.Context, workspace_name: str, fmt: output.Format) -> None:
     """List a workspace's projects and their experiment counts.
 
     A row per project of workspace WORKSPACE_NAME, archived ones too: id, name, state, experiments, key and
@@ -61,7 +62,7 @@ def list_(ctx, workspace_name: str, fmt: output.Format) -> None:
 @click.argument("name")
 @format_options
 @click.pass_context
-def describe(ctx, workspace_name: str, name: str, fmt: output.Format) -> None:
+def describe(ctx: click.Context, workspace_name: str, name: str, fmt: output.Format) -> None:
     """Show one project's state, key and experiment count.
 
     Project NAME of workspace WORKSPACE_NAME, as a row of `list` shows it; `list-experiments` lists what it
@@ -79,7 +80,8 @@ def describe(ctx, workspace_name: str, name: str, fmt: output.Format) -> None:
 @click.option("-a", "--all", "include_archived", is_flag=True, help="Archived experiments too.")
 @format_options
 @click.pass_context
-def list_experiments(ctx, workspace_name: str, name: str, include_archived: bool, fmt: output.Format) -> None:
+def list_experiments(ctx: click.Context, workspace_name: str, name: str, include_archived: bool,
+                     fmt: output.Format) -> None:
     """List the experiments a project holds.
 
     The experiments of project NAME in workspace WORKSPACE_NAME, newest first (archived ones only with --all), as
@@ -95,7 +97,7 @@ def list_experiments(ctx, workspace_name: str, name: str, include_archived: bool
 @click.option("--description", default=None, help="Its new description.")
 @click.option("--key", default=None, help="Its new key.")
 @click.pass_context
-def edit(ctx, workspace_name: str, name: str, new_name: str | None, description: str | None,
+def edit(ctx: click.Context, workspace_name: str, name: str, new_name: str | None, description: str | None,
          key: str | None) -> None:
     """Rename a project or change its description or key.
 
@@ -113,7 +115,7 @@ def edit(ctx, workspace_name: str, name: str, new_name: str | None, description:
 @click.argument("workspace_name")
 @click.argument("name")
 @click.pass_context
-def archive(ctx, workspace_name: str, name: str) -> None:
+def archive(ctx: click.Context, workspace_name: str, name: str) -> None:
     """Close a project to new experiments and commands.
 
     Project NAME of workspace WORKSPACE_NAME then takes no new work (and no moved experiment); what runs in it
@@ -127,7 +129,7 @@ def archive(ctx, workspace_name: str, name: str) -> None:
 @click.argument("workspace_name")
 @click.argument("name")
 @click.pass_context
-def unarchive(ctx, workspace_name: str, name: str) -> None:
+def unarchive(ctx: click.Context, workspace_name: str, name: str) -> None:
     """Open an archived project to new work again.
 
     The opposite of `archive`: project NAME of workspace WORKSPACE_NAME takes new experiments and commands
@@ -142,7 +144,7 @@ def unarchive(ctx, workspace_name: str, name: str) -> None:
 @click.argument("name")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
-def delete(ctx, workspace_name: str, name: str, yes: bool) -> None:
+def delete(ctx: click.Context, workspace_name: str, name: str, yes: bool) -> None:
     """Delete an empty project for good.
 
     Project NAME of workspace WORKSPACE_NAME goes; it is refused while the project holds experiments or commands

@@ -11,7 +11,7 @@ import click
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.models.workspaces import RoleAssignment, RoleAssignmentList, RoleList
 from stalwart.cli import output
-from stalwart.cli.base import AliasedGroup, client_of, format_options
+from stalwart.cli.base import AliasedGroup, Callback, client_of, format_options
 from stalwart.client import Client
 
 
@@ -39,7 +39,7 @@ ASSIGNMENT_COLUMNS = ["ID", "Role", "User", "Group", "Workspace"]
 @rbac.command("list-roles")
 @format_options
 @click.pass_context
-def list_roles(ctx, fmt: output.Format) -> None:
+def list_roles(ctx: click.Context, fmt: output.Format) -> None:
     """List every role and the permissions it grants.
 
     A row per role: its name, where it can be given (a workspace, the cluster), its description and its
@@ -54,7 +54,7 @@ def list_roles(ctx, fmt: output.Format) -> None:
 @click.argument("role")
 @format_options
 @click.pass_context
-def describe_role(ctx, role: str, fmt: output.Format) -> None:
+def describe_role(ctx: click.Context, role: str, fmt: output.Format) -> None:
     """Show one role's description and permissions.
 
     ROLE's description, where it can be given, and a row per permission it grants. `list-roles` shows them
@@ -68,7 +68,7 @@ def describe_role(ctx, role: str, fmt: output.Format) -> None:
     output.emit(fmt, ["Permission"], [(p,) for p in r.permissions])
 
 
-def _who_options(func: Any) -> Any:
+def _who_options(func: Callback) -> Callback:
     func = click.option("-w", "--workspace-name", default=None,
                         help="On this workspace only (else on the whole cluster).")(func)
     func = click.option("-g", "--group-name-to-assign", "group_name", default=None, help="To this user group.")(func)
@@ -93,7 +93,8 @@ def _whom(username: str | None, group_name: str | None, workspace_name: str | No
 @click.argument("role")
 @_who_options
 @click.pass_context
-def assign_role(ctx, role: str, username: str | None, group_name: str | None, workspace_name: str | None) -> None:
+def assign_role(ctx: click.Context, role: str, username: str | None, group_name: str | None,
+                workspace_name: str | None) -> None:
     """Give a role to a user or a group, where it applies.
 
     ROLE goes to one user (--username-to-assign) or one user group (--group-name-to-assign), on one workspace
@@ -108,7 +109,8 @@ def assign_role(ctx, role: str, username: str | None, group_name: str | None, wo
 @click.argument("role")
 @_who_options
 @click.pass_context
-def unassign_role(ctx, role: str, username: str | None, group_name: str | None, workspace_name: str | None) -> None:
+def unassign_role(ctx: click.Context, role: str, username: str | None, group_name: str | None,
+                  workspace_name: str | None) -> None:
     """Take a role back from a user or a group.
 
     The opposite of `assign-role`, with the same options: ROLE stops applying to that user or group on that
@@ -121,7 +123,7 @@ def unassign_role(ctx, role: str, username: str | None, group_name: str | None, 
 @rbac.command("my-permissions")
 @format_options
 @click.pass_context
-def my_permissions(ctx, fmt: output.Format) -> None:
+def my_permissions(ctx: click.Context, fmt: output.Format) -> None:
     """Show your roles and what they let you do, and where.
 
     The access control mode, your roles, then your permissions on the whole
@@ -143,7 +145,7 @@ def my_permissions(ctx, fmt: output.Format) -> None:
 @click.argument("username")
 @format_options
 @click.pass_context
-def list_users_roles(ctx, username: str, fmt: output.Format) -> None:
+def list_users_roles(ctx: click.Context, username: str, fmt: output.Format) -> None:
     """List the roles given to a user directly.
 
     The roles given to USERNAME itself, and where; roles it has through its groups are listed by
@@ -156,7 +158,7 @@ def list_users_roles(ctx, username: str, fmt: output.Format) -> None:
 @click.argument("group_name")
 @format_options
 @click.pass_context
-def list_groups_roles(ctx, group_name: str, fmt: output.Format) -> None:
+def list_groups_roles(ctx: click.Context, group_name: str, fmt: output.Format) -> None:
     """List the roles given to a user group, and where.
 
     Each applies to every member of GROUP_NAME for as long as they are in it (`user-group describe` lists the

@@ -30,7 +30,7 @@ def _said(answer: PoolBindingList) -> str:
 @click.argument("pool")
 @click.argument("workspace_names", nargs=-1, required=True)
 @click.pass_context
-def bind(ctx, pool: str, workspace_names: tuple[str, ...]) -> None:
+def bind(ctx: click.Context, pool: str, workspace_names: tuple[str, ...]) -> None:
     """Reserve a pool for some workspaces, adding to its list.
 
     Admins only. POOL is bound to each of WORKSPACE_NAMES, besides those it is bound to already; from now on only
@@ -44,7 +44,7 @@ def bind(ctx, pool: str, workspace_names: tuple[str, ...]) -> None:
 @click.argument("pool")
 @click.argument("workspace_names", nargs=-1, required=True)
 @click.pass_context
-def unbind(ctx, pool: str, workspace_names: tuple[str, ...]) -> None:
+def unbind(ctx: click.Context, pool: str, workspace_names: tuple[str, ...]) -> None:
     """Take workspaces off a pool's list of users.
 
     Admins only. POOL is no longer bound to WORKSPACE_NAMES; a pool left bound to no workspace is open to every
@@ -58,7 +58,7 @@ def unbind(ctx, pool: str, workspace_names: tuple[str, ...]) -> None:
 @click.argument("pool")
 @format_options
 @click.pass_context
-def list_bindings(ctx, pool: str, fmt: output.Format) -> None:
+def list_bindings(ctx: click.Context, pool: str, fmt: output.Format) -> None:
     """List the workspaces a pool is bound to.
 
     Only they may use POOL; an empty list means every workspace may. It changes nothing."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from stalwart.cli import local_cluster, prompts
+from stalwart.cli import home as homes, local_cluster, prompts
 from stalwart.cli.output import info
 from stalwart.client import Client, credentials, normalize_master_url
 
@@ -24,7 +24,7 @@ def master_url(flag: str | None) -> str:
     if rec:
         return rec["url"]
     info("No master configured (pass -m or set STALWART_MASTER); starting a local cluster "
-         f"in {local_cluster.homes.home()} ...")
+         f"in {homes.home()} ...")
     rec = local_cluster.start()
     info(f"Local cluster started: master at {rec['url']} (stop it with `stalwart down`).")
     return rec["url"]

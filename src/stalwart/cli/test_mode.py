@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 import yaml
 
@@ -63,7 +64,7 @@ def watch_stages(client: Client, exp_id: int, timeout: float = 1800) -> int:
     return 1
 
 
-def run_local(config: dict, context_dir: str) -> int:
+def run_local(config: dict[str, Any], context_dir: str) -> int:
     """Run the test-mode config's entrypoint on this machine, with no master."""
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         yaml.safe_dump(config, f)

@@ -53,7 +53,8 @@ def state_of(t: Token, now: float | None = None) -> str:
 @click.option("--user", "username", default=None, help="Whose token (admins only; default: yours).")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON (the token and its details).")
 @click.pass_context
-def create(ctx, lifespan: str | None, description: str | None, username: str | None, as_json: bool) -> None:
+def create(ctx: click.Context, lifespan: str | None, description: str | None, username: str | None,
+           as_json: bool) -> None:
     """Create an access token and print its secret, only this once.
 
     The secret goes to standard output (the rest to standard error, so `$(stalwart token create)` captures just
@@ -76,7 +77,7 @@ def create(ctx, lifespan: str | None, description: str | None, username: str | N
 @click.option("-a", "--all", "all_users", is_flag=True, help="Every user's tokens (admins only).")
 @format_options
 @click.pass_context
-def list_tokens(ctx, all_users: bool, fmt: output.Format) -> None:
+def list_tokens(ctx: click.Context, all_users: bool, fmt: output.Format) -> None:
     """List your access tokens and whether each still works.
 
     A row per token (every user's with --all, admins only): id, user, description, when it was created and
@@ -92,7 +93,7 @@ def list_tokens(ctx, all_users: bool, fmt: output.Format) -> None:
 @token.command("revoke")
 @click.argument("token_id", type=click.IntRange(0), metavar="ID")
 @click.pass_context
-def revoke(ctx, token_id: int) -> None:
+def revoke(ctx: click.Context, token_id: int) -> None:
     """Revoke an access token: it stops working at once.
 
     Token ID (see `list`) is refused from the next call on, and cannot be used again; `create` makes a new

@@ -41,7 +41,7 @@ def describe(u: User) -> str:
 @user.command("login")
 @click.argument("username", required=False)
 @click.pass_context
-def login(ctx, username: str | None) -> None:
+def login(ctx: click.Context, username: str | None) -> None:
     """Log in with a password and keep the session.
 
     USERNAME (else the -u user, else asked for) becomes this master's active user: later commands act as it.
@@ -58,7 +58,7 @@ def login(ctx, username: str | None) -> None:
 
 @user.command("logout")
 @click.pass_context
-def logout(ctx) -> None:
+def logout(ctx: click.Context) -> None:
     """End your session with the master and forget it.
 
     The session of this master's active user (or of the -u user) is ended on the master and removed from the
@@ -82,7 +82,7 @@ def logout(ctx) -> None:
 @user.command("whoami")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.pass_context
-def whoami(ctx, as_json: bool) -> None:
+def whoami(ctx: click.Context, as_json: bool) -> None:
     """Show which user this CLI acts as with the master.
 
     The user whose session (or access token) the next command uses, and at which master. It changes nothing;
@@ -105,7 +105,7 @@ def whoami(ctx, as_json: bool) -> None:
                    "command line stays in your shell's history). Without it the password is empty.")
 @click.option("--display-name", default=None, help="The name the web UI shows.")
 @click.pass_context
-def create(ctx, username: str, admin: bool, password: str | None, display_name: str | None) -> None:
+def create(ctx: click.Context, username: str, admin: bool, password: str | None, display_name: str | None) -> None:
     """Create a user account that can log in.
 
     Admins only. USERNAME gets --password (asked for when given bare; empty without it), and is an admin with
@@ -125,7 +125,7 @@ def create(ctx, username: str, admin: bool, password: str | None, display_name: 
 @click.option("-a", "--all", "show_all", is_flag=True, help="Inactive users too.")
 @format_options
 @click.pass_context
-def list_users(ctx, show_all: bool, fmt: output.Format) -> None:
+def list_users(ctx: click.Context, show_all: bool, fmt: output.Format) -> None:
     """List the active users and when each last logged in.
 
     A row per user (inactive ones too with --all): username, display name, admin, active, whether its password
@@ -148,7 +148,7 @@ def list_users(ctx, show_all: bool, fmt: output.Format) -> None:
 @click.option("--admin/--no-admin", "admin", default=None, help="Make or unmake an admin (admins only).")
 @click.option("--display-name", default=None, help="The name the web UI shows (your own, or anyone's for admins).")
 @click.pass_context
-def edit(ctx, username: str, active: bool | None, admin: bool | None, display_name: str | None) -> None:
+def edit(ctx: click.Context, username: str, active: bool | None, admin: bool | None, display_name: str | None) -> None:
     """Change a user's display name, admin role or state.
 
     Only what is given changes: --display-name (your own, or anyone's for admins), --admin/--no-admin and
@@ -170,7 +170,7 @@ def _set_active(ctx: click.Context, usernames: tuple[str, ...], active: bool) ->
 @user.command("activate")
 @click.argument("usernames", nargs=-1, required=True)
 @click.pass_context
-def activate(ctx, usernames: tuple[str, ...]) -> None:
+def activate(ctx: click.Context, usernames: tuple[str, ...]) -> None:
     """Let deactivated users log in again.
 
     Admins only. Each of USERNAMES may log in again. The same as `edit --activate`, for several users;
@@ -181,7 +181,7 @@ def activate(ctx, usernames: tuple[str, ...]) -> None:
 @user.command("deactivate")
 @click.argument("usernames", nargs=-1, required=True)
 @click.pass_context
-def deactivate(ctx, usernames: tuple[str, ...]) -> None:
+def deactivate(ctx: click.Context, usernames: tuple[str, ...]) -> None:
     """Shut users out: end their sessions and tokens now.
 
     Admins only. Each of USERNAMES' sessions and access tokens stop working at once and it cannot log in; its
@@ -193,7 +193,7 @@ def deactivate(ctx, usernames: tuple[str, ...]) -> None:
 @user.command("change-password")
 @click.argument("username", required=False)
 @click.pass_context
-def change_password(ctx, username: str | None) -> None:
+def change_password(ctx: click.Context, username: str | None) -> None:
     """Set your password, or another user's as an admin.
 
     It asks for the new password twice (and first for your current one, when it is your own); admins may set
@@ -211,7 +211,7 @@ def change_password(ctx, username: str | None) -> None:
 @click.argument("username")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.pass_context
-def describe_user(ctx, username: str, as_json: bool) -> None:
+def describe_user(ctx: click.Context, username: str, as_json: bool) -> None:
     """Show one user's account and whom its tasks run as.
 
     USERNAME's display name, whether it is an admin and active, whether its password is set, and the OS user and
@@ -231,8 +231,8 @@ def describe_user(ctx, username: str, as_json: bool) -> None:
 @click.option("--agent-group", default=None, help="The OS group name (as on the agents' machines).")
 @click.option("--unlink", is_flag=True, help="Forget the link: tasks run as the workspace's OS user, else the agent's.")
 @click.pass_context
-def link_with_agent_user(ctx, username: str, agent_uid: int | None, agent_gid: int | None, agent_user: str | None,
-                         agent_group: str | None, unlink: bool) -> None:
+def link_with_agent_user(ctx: click.Context, username: str, agent_uid: int | None, agent_gid: int | None,
+                         agent_user: str | None, agent_group: str | None, unlink: bool) -> None:
     """Choose the OS user a user's tasks run as on agents.
 
     Admins only. On agents that run as root, USERNAME's tasks then run as the OS user and group given by the four

@@ -26,7 +26,7 @@ def _members(g: Group) -> str:
 @click.argument("name")
 @click.option("--add-user", "add_users", multiple=True, metavar="USERNAME", help="A first member (repeatable).")
 @click.pass_context
-def create(ctx, name: str, add_users: tuple[str, ...]) -> None:
+def create(ctx: click.Context, name: str, add_users: tuple[str, ...]) -> None:
     """Create a group to give roles to several users at once.
 
     Admins only. Group NAME starts with the --add-user members (or none); `add-user` adds more, and
@@ -39,7 +39,7 @@ def create(ctx, name: str, add_users: tuple[str, ...]) -> None:
 @click.argument("name")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
-def delete(ctx, name: str, yes: bool) -> None:
+def delete(ctx: click.Context, name: str, yes: bool) -> None:
     """Delete a group; the roles given to it stop applying.
 
     Admins only. Group NAME goes, with the roles given to it: its members keep only the roles given to them
@@ -56,7 +56,7 @@ def delete(ctx, name: str, yes: bool) -> None:
 @user_group.command("list")
 @format_options
 @click.pass_context
-def list_(ctx, fmt: output.Format) -> None:
+def list_(ctx: click.Context, fmt: output.Format) -> None:
     """List the user groups and how many members each has.
 
     A row per group: id, name and member count. `describe` names a group's members."""
@@ -69,7 +69,7 @@ def list_(ctx, fmt: output.Format) -> None:
 @click.argument("name")
 @format_options
 @click.pass_context
-def describe(ctx, name: str, fmt: output.Format) -> None:
+def describe(ctx: click.Context, name: str, fmt: output.Format) -> None:
     """List the members of one user group.
 
     A row per member of group NAME. `rbac list-groups-roles NAME` shows the roles it gives them."""
@@ -86,7 +86,7 @@ def describe(ctx, name: str, fmt: output.Format) -> None:
 @click.argument("name")
 @click.argument("usernames", nargs=-1, required=True)
 @click.pass_context
-def add_user(ctx, name: str, usernames: tuple[str, ...]) -> None:
+def add_user(ctx: click.Context, name: str, usernames: tuple[str, ...]) -> None:
     """Add users to a group: they get the group's roles.
 
     Admins only. Each of USERNAMES joins group NAME and holds its roles from the next call on; the members are
@@ -99,7 +99,7 @@ def add_user(ctx, name: str, usernames: tuple[str, ...]) -> None:
 @click.argument("name")
 @click.argument("usernames", nargs=-1, required=True)
 @click.pass_context
-def remove_user(ctx, name: str, usernames: tuple[str, ...]) -> None:
+def remove_user(ctx: click.Context, name: str, usernames: tuple[str, ...]) -> None:
     """Take users out of a group, and its roles from them.
 
     Admins only. Each of USERNAMES leaves group NAME and loses the roles it had only through the group; the

@@ -12,7 +12,7 @@ import yaml
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.models.workspaces import Project, ProjectList, Workspace, WorkspaceList
 from stalwart.cli import output
-from stalwart.cli.base import AliasedGroup, client_of, format_options
+from stalwart.cli.base import AliasedGroup, Callback, client_of, format_options
 
 
 @click.group("workspace", cls=AliasedGroup, aliases={"ls": "list"})
@@ -24,7 +24,7 @@ def workspace() -> None:
     Workspaces are named on the command line. `w` is short for `workspace`."""
 
 
-def agent_options(func: Any) -> Any:
+def agent_options(func: Callback) -> Callback:
     """--agent-uid, --agent-gid, --agent-user, --agent-group: the OS user a workspace's tasks run as."""
     for flag, kind, what in (("--agent-group", str, "group name"), ("--agent-gid", int, "group id"),
                              ("--agent-user", str, "user name"), ("--agent-uid", int, "user id")):
@@ -97,7 +97,7 @@ def project_rows(projects: list[Project]) -> list[tuple[Any, ...]]:
               help="A YAML or JSON file with the checkpoint storage its experiments use by default.")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.pass_context
-def create(ctx, name: str, agent_uid: int | None, agent_gid: int | None, agent_user: str | None,
+def create(ctx: click.Context, name: str, agent_uid: int | None, agent_gid: int | None, agent_user: str | None,
            agent_group: str | None, default_compute_pool: str | None, default_aux_pool: str | None,
            storage: str | None, as_json: bool) -> None:
     """Create a workspace, with its own settings and projects.
@@ -120,7 +120,7 @@ def create(ctx, name: str, agent_uid: int | None, agent_gid: int | None, agent_u
 @workspace.command("list")
 @format_options
 @click.pass_context
-def list_(ctx, fmt: output.Format) -> None:
+def list_(ctx: click.Context, fmt: output.Format) -> None:
     """List the workspaces with their pools and settings.
 
     A row per workspace: id, name, state (active or archived), number of projects and experiments, default
@@ -133,7 +133,7 @@ def list_(ctx, fmt: output.Format) -> None:
 @click.argument("name")
 @format_options
 @click.pass_context
-def describe(ctx, name: str, fmt: output.Format) -> None:
+def describe(ctx: click.Context, name: str, fmt: output.Format) -> None:
     """Show one workspace's settings and its projects.
 
     Workspace NAME as a row of `list` shows it, its checkpoint storage, then a row per project."""
@@ -153,7 +153,7 @@ def describe(ctx, name: str, fmt: output.Format) -> None:
 @click.argument("name")
 @format_options
 @click.pass_context
-def list_projects(ctx, name: str, fmt: output.Format) -> None:
+def list_projects(ctx: click.Context, name: str, fmt: output.Format) -> None:
     """List a workspace's projects and their experiment counts.
 
     A row per project of workspace NAME, archived ones too; the same list as `project list NAME`."""
@@ -171,9 +171,9 @@ def list_projects(ctx, name: str, fmt: output.Format) -> None:
 @click.option("--checkpoint-storage-config-file", "storage", default=None, metavar="FILE",
               help="A YAML or JSON file with the checkpoint storage its experiments use by default.")
 @click.pass_context
-def edit(ctx, name: str, new_name: str | None, agent_uid: int | None, agent_gid: int | None, agent_user: str | None,
-         agent_group: str | None, default_compute_pool: str | None, default_aux_pool: str | None,
-         storage: str | None) -> None:
+def edit(ctx: click.Context, name: str, new_name: str | None, agent_uid: int | None, agent_gid: int | None,
+         agent_user: str | None, agent_group: str | None, default_compute_pool: str | None,
+         default_aux_pool: str | None, storage: str | None) -> None:
     """Rename a workspace or change its settings.
 
     Only what is given changes: its name, its default pools, its checkpoint storage, or (all four --agent-*
@@ -193,7 +193,7 @@ def edit(ctx, name: str, new_name: str | None, agent_uid: int | None, agent_gid:
 @workspace.command("archive")
 @click.argument("name")
 @click.pass_context
-def archive(ctx, name: str) -> None:
+def archive(ctx: click.Context, name: str) -> None:
     """Close a workspace and its projects to new work.
 
     Workspace NAME and its projects then take no new experiments, commands or projects; what runs in them goes
@@ -206,7 +206,7 @@ def archive(ctx, name: str) -> None:
 @workspace.command("unarchive")
 @click.argument("name")
 @click.pass_context
-def unarchive(ctx, name: str) -> None:
+def unarchive(ctx: click.Context, name: str) -> None:
     """Open an archived workspace to new work again.
 
     The opposite of `archive`: workspace NAME and its projects (those not archived themselves) take new
@@ -220,7 +220,7 @@ def unarchive(ctx, name: str) -> None:
 @click.argument("name")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
-def delete(ctx, name: str, yes: bool) -> None:
+def delete(ctx: click.Context, name: str, yes: bool) -> None:
     """Delete an empty workspace and its projects for good.
 
     Workspace NAME goes with its projects; it is refused while they hold experiments or commands. It asks first

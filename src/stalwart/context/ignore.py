@@ -14,12 +14,12 @@ IGNORE_FILE = ".detignore"
 BUILTIN_IGNORES = ("__pycache__/", "*.py[co]", "*$py.class", "terraform", "terraform_data")
 
 
-def load_ignore_spec(root: Path) -> pathspec.PathSpec:
+def load_ignore_spec(root: Path) -> pathspec.GitIgnoreSpec:
     """The ignore rules for one root (the context directory or one include directory)."""
     return pathspec.GitIgnoreSpec.from_lines([*_read_user_lines(root), *BUILTIN_IGNORES])
 
 
-def is_ignored(spec: pathspec.PathSpec, rel_path: str, is_dir: bool) -> bool:
+def is_ignored(spec: pathspec.GitIgnoreSpec, rel_path: str, is_dir: bool) -> bool:
     """Whether `rel_path` (posix, relative to its root) is ignored; dirs also match `dir/` rules."""
     return spec.match_file(rel_path + "/" if is_dir else rel_path)
 

@@ -54,8 +54,8 @@ def format_size(n: int) -> str:
 
 
 def collect_files(
-    context_dir: str | os.PathLike,
-    includes: Iterable[str | os.PathLike] = (),
+    context_dir: str | os.PathLike[str],
+    includes: Iterable[str | os.PathLike[str]] = (),
     warnings: list[str] | None = None,
 ) -> list[ContextFile]:
     """Every directory and file that would be sent, in archive order.
@@ -95,8 +95,8 @@ def check_context_size(files: Iterable[ContextFile], limit: int = MAX_CONTEXT_BY
 
 
 def pack_context(
-    context_dir: str | os.PathLike,
-    includes: Iterable[str | os.PathLike] = (),
+    context_dir: str | os.PathLike[str],
+    includes: Iterable[str | os.PathLike[str]] = (),
     *,
     limit: int = MAX_CONTEXT_BYTES,
 ) -> PackResult:
@@ -109,7 +109,7 @@ def pack_context(
     return PackResult(data=data, files=count, size=total, warnings=warnings)
 
 
-def _require_dir(context_dir: str | os.PathLike) -> Path:
+def _require_dir(context_dir: str | os.PathLike[str]) -> Path:
     root = Path(os.path.abspath(context_dir))
     if not root.exists():
         raise ContextError(f"context directory {os.fspath(context_dir)!r} does not exist")
@@ -118,7 +118,7 @@ def _require_dir(context_dir: str | os.PathLike) -> Path:
     return root
 
 
-def _collect_include(include: str | os.PathLike, notes: list[str]) -> tuple[str, list[ContextFile]]:
+def _collect_include(include: str | os.PathLike[str], notes: list[str]) -> tuple[str, list[ContextFile]]:
     path = Path(os.path.abspath(include))
     name = path.name
     if not name or not path.exists():
@@ -205,7 +205,7 @@ class _Walker:
         self.notes.append(f"skipped {self.prefix + rel}: it {why}")
 
 
-def _list_dir(directory: Path) -> list[os.DirEntry]:
+def _list_dir(directory: Path) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(directory) as it:
             return sorted(it, key=lambda e: e.name)

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from stalwart.api.errors import ContextError
 from stalwart.context.pack import MAX_CONTEXT_BYTES, MIB, file_mode, format_size
@@ -55,7 +56,7 @@ def validate_archive(archive: bytes, *, max_size: int | None = MAX_CONTEXT_BYTES
 
 
 def safe_extract(
-    archive: bytes, dest_dir: str | os.PathLike, *, max_size: int | None = MAX_CONTEXT_BYTES,
+    archive: bytes, dest_dir: str | os.PathLike[str], *, max_size: int | None = MAX_CONTEXT_BYTES,
     limits: ArchiveLimits | None = None,
 ) -> list[str]:
     """Extract into `dest_dir` (created if missing) after validating the whole archive first."""
@@ -155,7 +156,9 @@ def _scan(archive: bytes, limits: ArchiveLimits) -> list[_Member]:
         raise ContextError(f"context archive is corrupt: {err}") from err
 
 
-def _drain(fileobj) -> None:
+def _drain(fileobj: IO[bytes] | None) -> None:
+    if fileobj is None:  # not reached: _check_type lets through only regular files and directories
+        return
     while fileobj.read(_CHUNK):
         pass
 

@@ -8,6 +8,8 @@ from contextlib import AbstractContextManager
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.pool import ConnectionPoolEntry
 
 from stalwart.db import tables
 
@@ -23,7 +25,7 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:
+def _sqlite_pragmas(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
@@ -81,7 +83,7 @@ class Database:
     def begin(self) -> AbstractContextManager[sa.Connection]:
         return self.engine.begin()
 
-    def connect(self):
+    def connect(self) -> sa.Connection:
         return self.engine.connect()
 
     def dispose(self) -> None:

@@ -10,22 +10,26 @@ from typing import Any
 
 @dataclass(frozen=True)
 class TrialInfo:
+    """The trial this process belongs to: ids, seed, hyperparameters and experiment config."""
+
     trial_id: int
     experiment_id: int
     trial_run_id: int
     trial_seed: int
-    hparams: dict
-    _config: dict
+    hparams: dict[str, Any]
+    _config: dict[str, Any]
     steps_completed: int = 0
     target_length: int | None = None
 
 
 @dataclass(frozen=True)
 class ClusterInfo:
+    """The task this process belongs to: the master, its allocation, slots, containers and credentials."""
+
     master_url: str
     cluster_id: str
     agent_id: str
-    slot_ids: list
+    slot_ids: list[int]
     task_id: str
     allocation_id: str
     session_token: str
@@ -33,18 +37,19 @@ class ClusterInfo:
     latest_checkpoint: str | None
     trial: TrialInfo | None = None
     user_token: str | None = None  # a session of the task's owner (user routes, the SDK)
-    container_addrs: list = field(default_factory=lambda: ["127.0.0.1"])
+    container_addrs: list[str] = field(default_factory=lambda: ["127.0.0.1"])
     container_rank: int = 0
-    gpu_uuids: list = field(default_factory=list)
+    gpu_uuids: list[str] = field(default_factory=list)
 
     @property
     def user_data(self) -> dict[str, Any]:
-        return (self.trial._config.get("data") if self.trial else None) or {}
+        data: dict[str, Any] = (self.trial._config.get("data") if self.trial else None) or {}
+        return data
 
 
 def _load(path: str) -> ClusterInfo:
     with open(path) as f:
-        raw = json.load(f)
+        raw: dict[str, Any] = json.load(f)
     trial = raw.get("trial")
     trial_info = None
     if trial:
@@ -76,7 +81,7 @@ def _load(path: str) -> ClusterInfo:
     )
 
 
-def _container_addrs(raw: dict) -> list:
+def _container_addrs(raw: dict[str, Any]) -> list[str]:
     """Addresses of the trial's containers in rank order: the env the master sets, the info file, or loopback."""
     text = os.environ.get("STALWART_CONTAINER_ADDRS")
     if text:
@@ -90,7 +95,7 @@ def _container_addrs(raw: dict) -> list:
     return list(raw.get("container_addrs") or ["127.0.0.1"])
 
 
-def _container_rank(raw: dict) -> int:
+def _container_rank(raw: dict[str, Any]) -> int:
     for name in ("STALWART_CONTAINER_RANK", "DET_CONTAINER_RANK"):
         text = os.environ.get(name)
         if text:

@@ -16,8 +16,11 @@ from stalwart.harness.info import get_cluster_info
 
 TRIAL_CLASS = re.compile(r"^[\w.]+:[\w.]+$")
 
+# The config's `entrypoint`: a shell command, or argv (a list, each item made a string).
+Entrypoint = str | list[object]
 
-def command_for(entrypoint, startup_hook: bool) -> list[str]:
+
+def command_for(entrypoint: Entrypoint, startup_hook: bool) -> list[str]:
     """argv that runs the entrypoint: a list as argv, a string under `sh -c`, the hook sourced first.
 
     A Trial class (`model_def:MyTrial`) runs the PyTorchTrial harness through Determined's launcher.
@@ -35,29 +38,31 @@ def command_for(entrypoint, startup_hook: bool) -> list[str]:
     return ["sh", "-c", script]
 
 
-def _local_entrypoint(config_path: str):
+def _local_entrypoint(config_path: str) -> Entrypoint | None:
     """`--local CONFIG`: run the entrypoint here, with no master (the test mode's local run)."""
     import yaml
 
     os.environ["STALWART_LOCAL_CONFIG"] = os.path.abspath(config_path)
     os.environ.pop("STALWART_INFO_FILE", None)
     with open(config_path) as f:
-        return (yaml.safe_load(f) or {}).get("entrypoint")
+        entrypoint: Entrypoint | None = (yaml.safe_load(f) or {}).get("entrypoint")
+    return entrypoint
 
 
-def _task_entrypoint():
+def _task_entrypoint() -> Entrypoint | None:
     """A command's entrypoint, from the info file the agent wrote."""
     import json
 
     with open(os.environ["STALWART_INFO_FILE"]) as f:
-        return json.load(f).get("entrypoint")
+        entrypoint: Entrypoint | None = json.load(f).get("entrypoint")
+    return entrypoint
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     watch_agent()  # first: from here on, nothing of this trial outlives its agent
     if argv[:1] == ["--local"] and len(argv) == 2:
-        entrypoint = _local_entrypoint(argv[1])
+        entrypoint: Entrypoint | None = _local_entrypoint(argv[1])
     else:
         info = get_cluster_info()
         if info is None or (info.trial is None and info.task_type != "COMMAND"):

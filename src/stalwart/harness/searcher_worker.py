@@ -24,16 +24,17 @@ import json
 import os
 import sys
 import traceback
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
 
 from stalwart.harness.compat import COMPAT_PATH
-from stalwart.searcher import Create, Pause, Resume, Shutdown, Stop, TrialExit
+from stalwart.searcher import Action, Create, Pause, Resume, Shutdown, Stop, TrialExit
 from stalwart.searcher.custom import CustomSearch
 
 ACTION_TYPES = {cls.__name__: cls for cls in (Create, Stop, Pause, Resume, Shutdown)}
 
 
-def encode_actions(actions: list) -> list[dict]:
+def encode_actions(actions: Sequence[Action]) -> list[dict[str, Any]]:
     return [{"type": type(a).__name__, **dataclasses.asdict(a)} for a in actions]
 
 
@@ -54,11 +55,13 @@ def load_method_class(spec: str) -> type:
 
 
 class Worker:
+    """Answers the master's calls with the user's search method (loaded by `hello`)."""
+
     def __init__(self, method_spec: str) -> None:
         self.method_spec = method_spec
         self.search: CustomSearch | None = None
 
-    def hello(self, config: dict) -> dict:
+    def hello(self, config: dict[str, Any]) -> dict[str, Any]:
         cls = load_method_class(self.method_spec)
         try:
             user = cls()
@@ -68,7 +71,8 @@ class Worker:
         self.search = CustomSearch(user, config)
         return {"pid": os.getpid(), "class": f"{cls.__module__}.{cls.__qualname__}"}
 
-    def handle(self, call: str, args: list) -> Any:
+    def handle(self, call: str, args: list[Any]) -> object:
+        """The JSON-ready result of one call; `args` are the call's JSON arguments."""
         if call == "hello":
             return self.hello(*args)
         if self.search is None:
@@ -91,13 +95,13 @@ class Worker:
         raise ValueError(f"unknown call {call!r}")
 
 
-def serve(worker: Worker, inp, out) -> None:
+def serve(worker: Worker, inp: Iterable[str], out: TextIO) -> None:
     for line in inp:
         if not line.strip():
             continue
         request = json.loads(line)
         try:
-            reply = {"ok": True, "result": worker.handle(request["call"], request.get("args") or [])}
+            reply: dict[str, object] = {"ok": True, "result": worker.handle(request["call"], request.get("args") or [])}
         except (Exception, SystemExit) as exc:  # every user error goes back to the master as text
             reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}",
                      "traceback": "".join(traceback.format_exception(exc))}

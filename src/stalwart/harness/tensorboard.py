@@ -84,7 +84,7 @@ def record(data: bytes) -> bytes:
 class ScalarWriter:
     """Appends scalar summaries to one events file in `logdir` (created on first use)."""
 
-    def __init__(self, logdir: str | os.PathLike) -> None:
+    def __init__(self, logdir: str | os.PathLike[str]) -> None:
         self.logdir = pathlib.Path(logdir)
         self._file: BinaryIO | None = None
 

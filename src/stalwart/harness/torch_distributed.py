@@ -25,8 +25,9 @@ import os
 import socket
 import sys
 from collections.abc import Mapping
+from typing import Any
 
-from stalwart.harness.info import get_cluster_info
+from stalwart.harness.info import ClusterInfo, get_cluster_info
 
 USAGE = "usage: python3 -m determined.launch.torch_distributed [TORCH_OVERRIDES --] SCRIPT..."
 
@@ -57,10 +58,11 @@ class Topology:
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
-def _json_list(env: Mapping[str, str], name: str) -> list | None:
+def _json_list(env: Mapping[str, str], name: str) -> list[Any] | None:
     raw = env.get(name)
     if raw is None or raw == "":
         return None
@@ -84,7 +86,7 @@ def _int(env: Mapping[str, str], *names: str) -> int | None:
     return None
 
 
-def topology(env: Mapping[str, str] | None = None, info=None) -> Topology:
+def topology(env: Mapping[str, str] | None = None, info: ClusterInfo | None = None) -> Topology:
     """The topology from the trial environment (see the module docstring), checked for consistency."""
     env = os.environ if env is None else env
     info = get_cluster_info() if info is None else info

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+from types import FrameType
 from typing import BinaryIO
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
@@ -41,7 +42,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def _watch_parent(parent: int, proc: subprocess.Popen) -> None:
+def _watch_parent(parent: int, proc: subprocess.Popen[bytes]) -> None:
     """Kill the worker as soon as the launcher (our parent) is gone: nothing may outlive the trial."""
     while proc.poll() is None:
         if os.getppid() != parent:
@@ -75,7 +76,7 @@ def main(argv: list[str]) -> int:
     return code
 
 
-def _run(argv: list[str], prefix: bytes, env: dict) -> int:
+def _run(argv: list[str], prefix: bytes, env: dict[str, str]) -> int:
     parent = os.getppid()
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
@@ -84,7 +85,7 @@ def _run(argv: list[str], prefix: bytes, env: dict) -> int:
         print(f"{prefix.decode()}cannot run {argv[0]!r}: {err}", file=sys.stderr, flush=True)
         return 127
 
-    def forward(signum: int, _frame) -> None:
+    def forward(signum: int, _frame: FrameType | None) -> None:
         if proc.poll() is None:
             proc.send_signal(signum)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
@@ -11,6 +12,7 @@ import stalwart
 from stalwart.master import errors, offload, ui
 from stalwart.master.body_limit import BodyLimit
 from stalwart.master.early_auth import EarlyAuth
+from stalwart.master.experiments import searchers
 from stalwart.master.experiments.intake import MetricsWriter
 from stalwart.master.identity import accounts
 from stalwart.master.identity.audit import AuditLog
@@ -45,7 +47,7 @@ def create_app(settings: MasterSettings) -> FastAPI:
     people.refuse_silent_basic(m)  # no fall back to basic mode while role assignments exist
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI):
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         writer = MetricsWriter(m)
         app.state.metrics_writer = writer
         ui.start(app)
@@ -55,12 +57,11 @@ def create_app(settings: MasterSettings) -> FastAPI:
         finally:
             for task in tasks:
                 task.cancel()
-            for search in list(m.custom_searchers.values()):
-                search.close()
+            searchers.close_all(m)
             offload.shutdown()
             m.db.dispose()
 
-    # /docs/rest-api/ is served by the UI (routes/ui.py) with a vendored Swagger UI; FastAPI's /docs and /redoc
+    # /docs/rest-api/ is served by the UI (ui/page_routes.py) with a vendored Swagger UI; FastAPI's /docs and /redoc
     # pages load their scripts from a CDN (broken on an air-gapped cluster), so neither is served
     app = FastAPI(title="Stalwart master", version=stalwart.__version__, lifespan=lifespan,
                   docs_url=None, redoc_url=None, openapi_url="/api/v1/openapi.json")
@@ -75,5 +76,5 @@ def create_app(settings: MasterSettings) -> FastAPI:
                    users, oidc, rbac):
         app.include_router(module.router)
     ui.install(app)
-    app.openapi = lambda: contract.openapi_document(app)  # type: ignore[method-assign]
+    app.openapi = lambda: contract.openapi_document(app)  # type: ignore[method-assign]  # FastAPI's way to extend
     return app

@@ -29,9 +29,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from stalwart.api.auth_kinds import AuthKind
 from stalwart.api.errors import StalwartError
 from stalwart.api.routes_table import HTML, ROUTES, RouteSpec
-from stalwart.master.auth import tokens
 from stalwart.master.body_limit import RequestTooLarge, answer_error, bounded
-from stalwart.master.identity import audit, authz, sessions
+from stalwart.master.identity import audit, authz, sessions, tokens
 from stalwart.master.routes import contract
 from stalwart.master.service import Master
 

@@ -47,9 +47,10 @@ ERROR_OF_STATUS: dict[int, type[StalwartError]] = {
 
 def install(app: FastAPI) -> None:
     """Answer every error of `app` as the module docstring says. Call it after the app's other middleware."""
+    # Starlette types a handler as taking any Exception; each of ours takes the class it is registered for
     app.add_exception_handler(StalwartError, stalwart_error)  # type: ignore[arg-type]
-    app.add_exception_handler(RequestValidationError, validation_error)  # type: ignore[arg-type]
-    app.add_exception_handler(HTTPException, http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, validation_error)  # type: ignore[arg-type]  # as above
+    app.add_exception_handler(HTTPException, http_error)  # type: ignore[arg-type]  # as above
     app.add_middleware(UnexpectedErrors)  # the outermost of the app's own: it sees what every other one raised
 
 

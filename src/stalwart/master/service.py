@@ -7,14 +7,15 @@ import contextlib
 import time
 import uuid
 from collections import defaultdict
-from typing import Any
+from dataclasses import dataclass
 
 import sqlalchemy as sa
 
 from stalwart.api.errors import NotFoundError
 from stalwart.db import Database, counters, tables as t
-from stalwart.master.auth import tokens
+from stalwart.master.identity import tokens
 from stalwart.master.settings import MasterSettings
+from stalwart.searcher.base import SearchMethod
 
 
 def now() -> float:
@@ -45,6 +46,30 @@ class Signals:
         ev.clear()
 
 
+@dataclass(frozen=True)
+class Identity:
+    """The user behind a request and the session it came with (identity.sessions finds it; kept here, below the
+    identity layer, because the master caches it)."""
+
+    user_id: int
+    username: str
+    admin: bool
+    session_id: int
+    kind: str  # login | access | task
+    expires_at: float | None
+    token_hash: str
+
+
+@dataclass
+class KnownCredential:
+    """An agent's credential the master has seen (cluster.credentials): whose, whether revoked, and when its use
+    was last written."""
+
+    agent_id: str
+    revoked_at: float | None
+    used_written: float
+
+
 class Master:
     """What every part of the master shares: settings, database, cluster identity and secrets, signals."""
 
@@ -57,14 +82,14 @@ class Master:
         self.started_at = now()
         self.signals = Signals()
         self.kills_sent: set[str] = set()
-        # experiment id -> experiments.custom_search.SearcherProcess: a layer above this one, so not named here
-        self.custom_searchers: dict[int, Any] = {}
-        # token hash -> identity.sessions.Identity of live sessions (identity sits above this layer)
-        self.session_cache: dict[str, Any] = {}
+        # experiment id -> its custom searcher (experiments.custom_search.SearcherProcess, a layer above this one)
+        self.custom_searchers: dict[int, SearchMethod] = {}
+        # token hash -> the identity of a live session (identity.sessions)
+        self.session_cache: dict[str, Identity] = {}
         # user id -> [(role, workspace id or None)] (identity.authz), cleared with the session cache
         self.roles_cache: dict[int, list[tuple[str, int | None]]] = {}
-        # credential hash -> cluster.credentials.Known of agents' credentials seen (cleared on every change)
-        self.agent_credential_cache: dict[str, Any] = {}
+        # credential hash -> an agent's credential seen (cluster.credentials; cleared on every change)
+        self.agent_credential_cache: dict[str, KnownCredential] = {}
         self.cluster_id, self.secret = self._cluster_identity()
         self.cluster_token = settings.cluster_token or self._info("cluster_token")
 

@@ -305,10 +305,8 @@ class Tournament(SearchMethod):
     def _finish(self, actions: list[Action]) -> list[Action]:
         if not self.shutdown and self.started and all(b.done() for b in self.brackets):
             self.shutdown = True
-            errored = sum(b.errored for b in self.brackets)
             exited = sum(b.exited_valid for b in self.brackets)
-            failed = exited > 0 and errored == exited
-            actions.append(Shutdown(failure=failed, reason="every trial failed" if failed else ""))
+            actions.append(self.end_of_search(exited, sum(b.errored for b in self.brackets)))
         return actions
 
     def initial_operations(self) -> list[Action]:

@@ -34,7 +34,8 @@ The contract with the master, per action:
   `Resume` in the same batch is the common case), the master lets that run end and re-queues it,
   exactly as after a preemption.
 * `Shutdown(failure, reason, cancel=False)`: the search is over. `failure` ends the experiment in
-  ERROR, `cancel` (only a custom searcher asks for it) ends it CANCELED, otherwise COMPLETED.
+  ERROR, `cancel` (only a custom searcher asks for it) ends it CANCELED, otherwise COMPLETED. A search
+  whose trials have all exited ends with `SearchMethod.end_of_search`: a failure when every one errored.
 """
 
 from __future__ import annotations
@@ -112,6 +113,14 @@ class SearchMethod(abc.ABC):
 
     # The typed settings it was built from (`make_search_method` sets them; None for one built by hand).
     settings: SearcherSettings | None = None
+    # The reason `end_of_search` gives when every trial errored (`single` names its one trial).
+    failure_reason = "every trial failed"
+
+    def end_of_search(self, exited: int, errored: int) -> Shutdown:
+        """The `Shutdown` once every trial has exited: a failure (`failure_reason`) when each of the `exited` trials
+        (those that count: an INVALID_HP one a searcher replaces does not) errored, else the search completed."""
+        failed = exited > 0 and errored == exited
+        return Shutdown(failure=failed, reason=self.failure_reason if failed else "")
 
     @abc.abstractmethod
     def initial_operations(self) -> list[Action]:

@@ -204,8 +204,7 @@ class HyperbandSearch(SearchMethod):
         if (not self.shutdown and self.started and all(b.finished for b in self.brackets)
                 and all(rid in self.exited for rid in self.owner)):
             self.shutdown = True
-            failed = self.exited_valid > 0 and self.errored == self.exited_valid
-            actions.append(Shutdown(failure=failed, reason="every trial failed" if failed else ""))
+            actions.append(self.end_of_search(self.exited_valid, self.errored))
         return actions
 
     # -- events -------------------------------------------------------------------------------

@@ -153,8 +153,7 @@ class PBTSearch(SearchMethod):
         if (self.finished and not self.shutdown
                 and all(rid in self.exited for rid in self.trials)):
             self.shutdown = True
-            failed = self.exited_valid > 0 and self.errored == self.exited_valid
-            actions.append(Shutdown(failure=failed, reason="every trial failed" if failed else ""))
+            actions.append(self.end_of_search(self.exited_valid, self.errored))
         return actions
 
     # -- events -------------------------------------------------------------------------------

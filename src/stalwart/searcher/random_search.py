@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stalwart.searcher._common import SearchContext, clamp_progress
-from stalwart.searcher.base import Action, Create, SearchMethod, Shutdown, TrialExit
+from stalwart.searcher.base import Action, Create, SearchMethod, TrialExit
 from stalwart.searcher.space import HParamSpace
 
 
@@ -27,7 +27,6 @@ class PoolSearch(SearchMethod):
     """Trials drawn from a point source, kept at most `max_concurrent` alive, up to `max_trials`."""
 
     replace_invalid = True
-    failure_reason = "every trial failed"
 
     def __init__(self, ctx: SearchContext, max_trials: int, max_concurrent: int, length: int | None) -> None:
         self.ctx = ctx
@@ -81,8 +80,7 @@ class PoolSearch(SearchMethod):
         actions = self._fill()
         if not self.live and not self.shutdown:
             self.shutdown = True
-            failed = self.closed > 0 and self.errored == self.closed
-            actions.append(Shutdown(failure=failed, reason=self.failure_reason if failed else ""))
+            actions.append(self.end_of_search(self.closed, self.errored))
         return actions
 
     def progress(self, trial_progress: dict[str, float]) -> float:

@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Iterator
 
 
-def directory_resources(path: str | os.PathLike) -> dict[str, int]:
+def directory_resources(path: str | os.PathLike[str]) -> dict[str, int]:
     """Relative path → size in bytes of every file under `path` (directories end with '/', size 0)."""
     root = pathlib.Path(path)
     out: dict[str, int] = {}

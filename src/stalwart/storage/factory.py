@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from stalwart.api.errors import ConfigError
 from stalwart.storage.base import StorageManager
 from stalwart.storage.shared_fs import SharedFSStorage
 
 
-def make_storage(cfg: dict) -> StorageManager:
+def make_storage(cfg: Mapping[str, Any]) -> StorageManager:
+    """The backend a `checkpoint_storage` section names (an empty one names none: an error)."""
     kind = (cfg or {}).get("type")
     if kind == "shared_fs":
         return SharedFSStorage.from_config(cfg)

@@ -6,13 +6,16 @@ import contextlib
 import os
 import pathlib
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from stalwart.api.errors import InvalidRequest, NotFoundError
 from stalwart.storage.base import StorageManager, directory_resources
 
 
 class SharedFSStorage(StorageManager):
+    """Checkpoints as sub-directories of one directory: `host_path`, or `storage_path` (relative: under it)."""
+
     def __init__(self, host_path: str, storage_path: str | None = None) -> None:
         base = pathlib.Path(host_path)
         if storage_path:
@@ -21,7 +24,7 @@ class SharedFSStorage(StorageManager):
         self.base = base
 
     @classmethod
-    def from_config(cls, cfg: dict) -> SharedFSStorage:
+    def from_config(cls, cfg: Mapping[str, Any]) -> SharedFSStorage:
         return cls(cfg["host_path"], cfg.get("storage_path"))
 
     def _dir(self, storage_id: str) -> pathlib.Path:

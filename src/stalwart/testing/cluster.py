@@ -9,17 +9,32 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from typing import TypedDict, TypeVar, Unpack
 
 from stalwart.agent import credential
 from stalwart.api.errors import StalwartError
 from stalwart.client import Client
 from stalwart.client.auth_file import AuthFile
 
+T = TypeVar("T")
+
+
+class ClientOptions(TypedDict, total=False):
+    """Client()'s keyword arguments."""
+
+    cluster_token: str | None
+    allocation_token: str | None
+    session_token: str | None
+    retry_for: float
+    timeout: float
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 class LocalTestCluster:
@@ -38,8 +53,8 @@ class LocalTestCluster:
         self.agent_timeout = agent_timeout
         self.master_config = master_config  # YAML text of a master config file, or None
         self.agent_pools = agent_pools or []
-        self.master: subprocess.Popen | None = None
-        self.agents: list[subprocess.Popen] = []
+        self.master: subprocess.Popen[bytes] | None = None
+        self.agents: list[subprocess.Popen[bytes]] = []
         self.env = {**os.environ, "STALWART_HOME": str(self.home), "STALWART_MASTER": self.url}
         self.env.pop("DET_MASTER", None)
         for key in ("DET_USER", "DET_PASS", "DET_USER_TOKEN", "STALWART_USER", "STALWART_PASSWORD",
@@ -48,7 +63,7 @@ class LocalTestCluster:
         self.admin_token: str | None = None  # the bootstrap admin's session, logged in at start
 
     # -- processes ------------------------------------------------------------------------
-    def _spawn(self, args: list[str], log: str) -> subprocess.Popen:
+    def _spawn(self, args: list[str], log: str) -> subprocess.Popen[bytes]:
         with open(self.home / log, "ab") as out:  # the child keeps its own copy of the descriptor
             return subprocess.Popen([sys.executable, "-m", "stalwart.cli.main", *args], env=self.env, stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
@@ -82,7 +97,8 @@ class LocalTestCluster:
                 self.admin_token = c.login("admin", "").token
         AuthFile(self.home / "auth.json").store(self.url, "admin", self.admin_token)
 
-    def start_agent(self, index: int = 0, slots: int | None = None, pool: str | None = None) -> subprocess.Popen:
+    def start_agent(self, index: int = 0, slots: int | None = None,
+                    pool: str | None = None) -> subprocess.Popen[bytes]:
         pool = pool or (self.agent_pools[index] if index < len(self.agent_pools) else "default")
         proc = self._spawn(["agent", "run", "--master", self.url, "--agent-id", f"agent-{index}",
                             "--slots", str(self.slots if slots is None else slots),
@@ -129,7 +145,7 @@ class LocalTestCluster:
     def __enter__(self) -> LocalTestCluster:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # -- helpers --------------------------------------------------------------------------
@@ -137,21 +153,23 @@ class LocalTestCluster:
         path = self.home / name
         return path.read_text(errors="replace") if path.exists() else ""
 
-    def client(self, **kw) -> Client:
+    def client(self, **kw: Unpack[ClientOptions]) -> Client:
         """A client of this master carrying the admin's session (pass session_token=None for an anonymous one)."""
         kw.setdefault("session_token", self.admin_token)
         return Client(self.url, **kw)
 
-    def cli(self, *args: str, timeout: float = 300, check: bool = False) -> subprocess.CompletedProcess:
+    def cli(self, *args: str, timeout: float = 300, check: bool = False) -> subprocess.CompletedProcess[str]:
         res = subprocess.run([sys.executable, "-m", "stalwart.cli.main", *args], env=self.env, capture_output=True,
                              text=True, timeout=timeout)
         if check and res.returncode != 0:
             raise AssertionError(f"stalwart {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
         return res
 
-    def wait_for(self, predicate, timeout: float = 120, interval: float = 0.2, what: str = "condition"):
+    def wait_for(self, predicate: Callable[[], T | None], timeout: float = 120, interval: float = 0.2,
+                 what: str = "condition") -> T:
+        """The first truthy value `predicate()` returns (an exception counts as a falsy one), polled."""
         deadline = time.monotonic() + timeout
-        last = None
+        last: T | Exception | None = None
         while time.monotonic() < deadline:
             try:
                 last = predicate()

@@ -9,7 +9,7 @@ import pathlib
 import pytest
 
 from stalwart.api.errors import InvalidStateError
-from stalwart.cli import local_cluster
+from stalwart.cli import kept_settings
 
 RBAC = "security:\n  authz:\n    type: rbac\n"
 
@@ -19,15 +19,15 @@ def test_a_given_config_is_copied_private_and_used_by_later_starts(tmp_path: pat
     given.write_text(RBAC)
     home = tmp_path / "home"
     home.mkdir()
-    used = local_cluster._config_to_use(home, str(given))
-    kept = local_cluster.kept_config(home)
+    used = kept_settings.config_to_use(home, str(given))
+    kept = kept_settings.kept_config(home)
     assert used == str(kept) and kept.read_text() == RBAC and kept.stat().st_mode & 0o777 == 0o600
     given.unlink()  # the original may go: the home keeps its copy
-    assert local_cluster._config_to_use(home, None) == str(kept)
+    assert kept_settings.config_to_use(home, None) == str(kept)
 
 
 def test_a_home_without_a_kept_config_starts_with_none(tmp_path: pathlib.Path) -> None:
-    assert local_cluster._config_to_use(tmp_path, None) is None
+    assert kept_settings.config_to_use(tmp_path, None) is None
 
 
 def test_up_with_another_config_on_a_running_cluster_is_refused(tmp_path: pathlib.Path) -> None:
@@ -36,8 +36,8 @@ def test_up_with_another_config_on_a_running_cluster_is_refused(tmp_path: pathli
     same, other = tmp_path / "same.yaml", tmp_path / "other.yaml"
     same.write_text(RBAC)
     other.write_text("security:\n  authz:\n    type: basic\n")
-    local_cluster._refuse_new_config(tmp_path, {"config": str(kept)}, str(same))  # the same: nothing to do
+    kept_settings.refuse_new_config(tmp_path, {"config": str(kept)}, str(same))  # the same: nothing to do
     with pytest.raises(InvalidStateError, match="was not applied. Stop it first with `stalwart down`"):
-        local_cluster._refuse_new_config(tmp_path, {"config": str(kept)}, str(other))
+        kept_settings.refuse_new_config(tmp_path, {"config": str(kept)}, str(other))
     with pytest.raises(InvalidStateError, match="with no master config"):
-        local_cluster._refuse_new_config(tmp_path, {}, str(same))
+        kept_settings.refuse_new_config(tmp_path, {}, str(same))

@@ -40,6 +40,48 @@ ALL_TOP_LEVEL_KEYS = [
 ]  # fmt: skip
 
 
+# What a minimal config's sections expand to
+DEFAULT_SEARCHER = {
+    "name": "single",
+    "metric": "loss",
+    "smaller_is_better": True,
+    "source_trial_id": None,
+    "source_checkpoint_uuid": None,
+    "max_length": None,
+    "time_metric": None,
+    "max_time": None,
+}
+DEFAULT_RESOURCES = {
+    "slots_per_trial": 1,
+    "max_slots": None,
+    "weight": 1,
+    "priority": None,
+    "resource_pool": "",
+    "shm_size": None,
+    "devices": [],
+    "is_single_node": None,
+    "agent_label": None,
+    "native_parallel": False,
+}
+DEFAULT_OPTIMIZATIONS = {
+    "aggregation_frequency": 1,
+    "average_aggregated_gradients": True,
+    "average_training_metrics": True,
+    "gradient_compression": False,
+    "mixed_precision": "O0",
+    "tensor_fusion_threshold": 64,
+    "tensor_fusion_cycle_time": 1,
+    "auto_tune_tensor_fusion": False,
+    "grad_updates_size_file": None,
+}
+DEFAULT_PROFILING = {
+    "enabled": False,
+    "begin_on_batch": 0,
+    "end_after_batch": None,
+    "sync_timings": True,
+}
+
+
 def test_minimal_config_gets_every_key_with_defaults(minimal, expand):
     cfg = expand(minimal)
     assert list(cfg) == ALL_TOP_LEVEL_KEYS
@@ -62,45 +104,10 @@ def test_minimal_config_gets_every_key_with_defaults(minimal, expand):
     assert cfg["retention_policy"] is None
     assert cfg["slurm"] == {"slots_per_node": None, "gpu_type": None, "sbatch_args": []}
     assert cfg["pbs"] == {"slots_per_node": None, "pbsbatch_args": []}
-    assert cfg["searcher"] == {
-        "name": "single",
-        "metric": "loss",
-        "smaller_is_better": True,
-        "source_trial_id": None,
-        "source_checkpoint_uuid": None,
-        "max_length": None,
-        "time_metric": None,
-        "max_time": None,
-    }
-    assert cfg["resources"] == {
-        "slots_per_trial": 1,
-        "max_slots": None,
-        "weight": 1,
-        "priority": None,
-        "resource_pool": "",
-        "shm_size": None,
-        "devices": [],
-        "is_single_node": None,
-        "agent_label": None,
-        "native_parallel": False,
-    }
-    assert cfg["optimizations"] == {
-        "aggregation_frequency": 1,
-        "average_aggregated_gradients": True,
-        "average_training_metrics": True,
-        "gradient_compression": False,
-        "mixed_precision": "O0",
-        "tensor_fusion_threshold": 64,
-        "tensor_fusion_cycle_time": 1,
-        "auto_tune_tensor_fusion": False,
-        "grad_updates_size_file": None,
-    }
-    assert cfg["profiling"] == {
-        "enabled": False,
-        "begin_on_batch": 0,
-        "end_after_batch": None,
-        "sync_timings": True,
-    }
+    assert cfg["searcher"] == DEFAULT_SEARCHER
+    assert cfg["resources"] == DEFAULT_RESOURCES
+    assert cfg["optimizations"] == DEFAULT_OPTIMIZATIONS
+    assert cfg["profiling"] == DEFAULT_PROFILING
     assert [p["name"] for p in cfg["log_policies"]] == ["CUDA OOM", "ECC Error"]
     json.dumps(cfg)  # plain data only
 

@@ -17,9 +17,8 @@ from starlette.routing import compile_path
 from helpers_auth import bearer, log_in
 from stalwart.api.routes_table import HTML, ROUTES
 from stalwart.master.app import create_app
-from stalwart.master.auth import tokens
 from stalwart.master.early_auth import OPEN_BODY_MAX, RouteMatcher
-from stalwart.master.identity import sessions
+from stalwart.master.identity import sessions, tokens
 from stalwart.master.settings import MasterSettings
 from unit.master.async_helpers import run_fresh
 

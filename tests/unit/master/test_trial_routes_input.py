@@ -10,9 +10,9 @@ from helpers_auth import as_admin
 from stalwart.context import pack_context
 from stalwart.db import tables as t
 from stalwart.master.app import create_app
-from stalwart.master.auth import tokens
 from stalwart.master.cluster import agents, credentials
 from stalwart.master.experiments import experiments
+from stalwart.master.identity import tokens
 from stalwart.master.scheduling import scheduling
 from stalwart.master.settings import MasterSettings
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
 from stalwart.api.models.common import AgentId, AllocationId, Id, JsonObject, Request, Response, Timestamp
 
@@ -31,7 +31,9 @@ class Registered(Response):
     agent_id: AgentId
     kill: list[AllocationId]
     cluster_id: str
-    agent_timeout: float = Field(gt=0)
+    agent_timeout: PositiveInt | PositiveFloat = Field(
+        description="seconds of silence after which the master counts the agent lost (as configured: an integer "
+                    "stays one)")
     credential: str | None = Field(default=None, description="the agent's own credential, given once, when it "
                                                              "enrolls with the cluster token: it presents it from "
                                                              "then on (the master keeps only its SHA-256)")

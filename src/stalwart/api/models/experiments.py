@@ -72,9 +72,6 @@ class BestValidation(Response):
 
 class Experiment(Response):
     id: Id
-    project_id: Id | None = None
-    workspace: str | None = Field(default=None, description="the name of its workspace")
-    project: str | None = Field(default=None, description="the name of its project")
     name: Name | None = None
     description: str | None = None
     notes: str | None = None
@@ -89,9 +86,12 @@ class Experiment(Response):
     error_message: str | None = None
     created_at: Timestamp
     ended_at: Timestamp | None = None
+    project_id: Id | None = None
     num_trials: int | None = Field(default=None, ge=0, description="only in lists")
-    warnings: list[str] | None = Field(default=None, description="placement warnings (create, describe)")
+    workspace: str | None = Field(default=None, description="the name of its workspace")
+    project: str | None = Field(default=None, description="the name of its project")
     best_validation: BestValidation | None = Field(default=None, description="only in describe")
+    warnings: list[str] | None = Field(default=None, description="placement warnings (create, describe)")
 
 
 class CreatedExperiment(Response):
@@ -113,9 +113,11 @@ class ExperimentDetail(Response):
 
 
 class ExperimentEnvelope(Response):
-    """The answer of PATCH, continue, and the pause/activate/cancel/kill/archive/unarchive actions."""
+    """The answer of PATCH, continue, move, and the pause/activate/cancel/kill/archive/unarchive actions."""
 
     experiment: Experiment
+    warnings: list[str] = Field(default_factory=list, max_length=1000,
+                                description="what the change did not do as asked (a move answers it, empty)")
 
 
 class KeptCheckpoint(Response):

@@ -44,10 +44,9 @@ class Job(Response):
     job_id: JobId
     type: JobType
     entity_id: Id | None = None
-    workspace_id: Id | None = None
-    limited: bool = False
     name: str | None = None
     owner: str | None = None
+    workspace_id: Id | None = None
     state: str
     priority: int = Field(ge=1, le=99)
     weight: float = Field(gt=0)
@@ -58,6 +57,7 @@ class Job(Response):
     slots_allocated: int = Field(ge=0)
     submitted_at: Timestamp | None = None
     reason: str | None = None
+    limited: bool = False
 
 
 class JobList(Response):

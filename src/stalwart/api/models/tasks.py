@@ -22,9 +22,9 @@ class Command(Response):
     state: str
     owner: str | None = None
     project_id: Id | None = None
+    resource_pool: str | None = None
     workspace: str | None = Field(default=None, description="the name of its workspace")
     project: str | None = Field(default=None, description="the name of its project")
-    resource_pool: str | None = None
     created_at: Timestamp
     ended_at: Timestamp | None = None
     exit_code: int | None = None

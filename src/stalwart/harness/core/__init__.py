@@ -2,7 +2,7 @@
 distributed."""
 
 from stalwart.harness.core._checkpoint import CheckpointContext, DownloadMode
-from stalwart.harness.core._context import Context, init
+from stalwart.harness.core._context import CheckpointStorage, Context, init
 from stalwart.harness.core._distributed import DistributedContext
 from stalwart.harness.core._preempt import PreemptContext, PreemptMode
 from stalwart.harness.core._searcher import SearcherContext, SearcherMode, SearcherOperation, Unit
@@ -10,6 +10,7 @@ from stalwart.harness.core._train import EarlyExitReason, TensorboardMode, Train
 
 __all__ = [
     "CheckpointContext",
+    "CheckpointStorage",
     "Context",
     "DistributedContext",
     "DownloadMode",

@@ -23,8 +23,13 @@ class DownloadMode(enum.Enum):
 
 METADATA_FILE = "metadata.json"
 
+# A checkpoint's metadata (metadata.json): the user's keys, with steps_completed among them.
+Metadata = dict[str, Any]
+
 
 class CheckpointContext:
+    """`core_context.checkpoint`: store checkpoints (by the chief, or sharded by every worker) and read them back."""
+
     def __init__(self, storage: StorageManager, dist: DistributedContext, client: Client | None = None,
                  trial_id: int | None = None) -> None:
         self._storage = storage
@@ -34,7 +39,8 @@ class CheckpointContext:
 
     # -- writing ----------------------------------------------------------------------------
     @contextlib.contextmanager
-    def store_path(self, metadata: dict | None = None, *, shard: bool = False) -> Iterator[tuple[pathlib.Path, str]]:
+    def store_path(self, metadata: Metadata | None = None, *,
+                   shard: bool = False) -> Iterator[tuple[pathlib.Path, str]]:
         """Yield (directory, storage_id); on success the checkpoint is stored and reported.
 
         shard=False: the chief alone calls it. shard=True: every worker calls it together, all write
@@ -58,8 +64,8 @@ class CheckpointContext:
                                f"shard=True from every worker")
 
     @contextlib.contextmanager
-    def _store_sharded(self, metadata: dict | None) -> Iterator[tuple[pathlib.Path, str]]:
-        storage_id = self._dist.broadcast(str(uuid.uuid4()) if self._dist.rank == 0 else None)
+    def _store_sharded(self, metadata: Metadata | None) -> Iterator[tuple[pathlib.Path, str]]:
+        storage_id = self._dist.broadcast(str(uuid.uuid4()) if self._dist.rank == 0 else "")  # the chief's id
         with self._storage.store_path(storage_id) as path:
             yield pathlib.Path(path), storage_id
             merged = merge_metadata(self._dist.allgather(metadata or {}))  # also: every rank has written
@@ -69,7 +75,7 @@ class CheckpointContext:
         if self._dist.rank == 0:
             self._report(storage_id, merged)
 
-    def upload(self, ckpt_dir: str | pathlib.Path | None, metadata: dict | None = None, *, shard: bool = False,
+    def upload(self, ckpt_dir: str | pathlib.Path | None, metadata: Metadata | None = None, *, shard: bool = False,
                selector: Callable[[str], bool] | None = None) -> str:
         """Copy `ckpt_dir` into a new checkpoint. shard=True: every worker calls it (ckpt_dir may be None)."""
         if not shard:
@@ -92,10 +98,10 @@ class CheckpointContext:
         return storage_id
 
     @staticmethod
-    def _write_metadata(path: pathlib.Path, metadata: dict) -> None:
+    def _write_metadata(path: pathlib.Path, metadata: Metadata) -> None:
         (path / METADATA_FILE).write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str))
 
-    def _report(self, storage_id: str, metadata: dict) -> None:
+    def _report(self, storage_id: str, metadata: Metadata) -> None:
         if self._client is None or self._trial_id is None:
             return
         if "steps_completed" not in metadata:
@@ -115,10 +121,11 @@ class CheckpointContext:
                  selector: Callable[[str], bool] | None = None) -> None:
         self._storage.download(storage_id, pathlib.Path(ckpt_dir))
 
-    def get_metadata(self, storage_id: str) -> dict[str, Any]:
+    def get_metadata(self, storage_id: str) -> Metadata:
         with self._storage.restore_path(storage_id) as path:
             meta = pathlib.Path(path) / METADATA_FILE
-            return json.loads(meta.read_text()) if meta.exists() else {}
+            found: Metadata = json.loads(meta.read_text()) if meta.exists() else {}
+            return found
 
     def delete(self, storage_id: str) -> None:
         self._storage.delete(storage_id)
@@ -134,15 +141,15 @@ def _copy_into(src: pathlib.Path, dst: pathlib.Path, selector: Callable[[str], b
             shutil.copy2(item, dst / item.name)
 
 
-def merge_metadata(parts: list[dict]) -> dict:
+def merge_metadata(parts: list[Metadata]) -> Metadata:
     """One metadata dict from every worker's: nested dicts merge; any other key must agree across workers."""
-    merged: dict = {}
+    merged: Metadata = {}
     for rank, part in enumerate(parts):
         _merge_into(merged, part, rank, "")
     return merged
 
 
-def _merge_into(merged: dict, part: dict, rank: int, where: str) -> None:
+def _merge_into(merged: Metadata, part: Metadata, rank: int, where: str) -> None:
     for key, value in part.items():
         name = f"{where}{key}"
         if isinstance(value, dict) and isinstance(merged.get(key, {}), dict):

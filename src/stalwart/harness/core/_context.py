@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import pathlib
+from collections.abc import Mapping
+from types import TracebackType
 from typing import Any
 
 from stalwart.config import views
@@ -19,6 +21,10 @@ from stalwart.harness.session import trial_client
 from stalwart.storage import SharedFSStorage, StorageManager, make_storage
 
 log = logging.getLogger("stalwart.core")
+
+# Where checkpoints go off-cluster: a directory, or a storage config (`{"type": "shared_fs", ...}`); on a
+# cluster only a storage config replaces the experiment's.
+CheckpointStorage = str | os.PathLike[str] | Mapping[str, Any] | None
 
 
 class Context:
@@ -36,7 +42,8 @@ class Context:
     def __enter__(self) -> Context:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool:
         suppress = False
         if exc_type is not None and issubclass(exc_type, InvalidHP):
             log.info("InvalidHP raised: reporting an early exit so the searcher can move on")
@@ -80,7 +87,7 @@ def local_checkpoint_dir() -> pathlib.Path:
     return base / "stalwart" / "checkpoints"
 
 
-def _local_storage(checkpoint_storage: Any) -> StorageManager:
+def _local_storage(checkpoint_storage: CheckpointStorage) -> StorageManager:
     if checkpoint_storage is None:
         return SharedFSStorage(str(local_checkpoint_dir()))
     if isinstance(checkpoint_storage, (str, os.PathLike)):
@@ -95,7 +102,7 @@ def _tensorboard_dir(storage: StorageManager, trial: TrialInfo) -> pathlib.Path:
     return base / "tensorboard" / "experiment" / str(trial.experiment_id) / "trial" / str(trial.trial_id)
 
 
-def init(*, distributed: DistributedContext | None = None, checkpoint_storage: Any = None,
+def init(*, distributed: DistributedContext | None = None, checkpoint_storage: CheckpointStorage = None,
          preempt_mode: PreemptMode = PreemptMode.WorkersAskChief, tensorboard_mode: TensorboardMode | None = None,
          async_checkpointing: bool = False) -> Context:
     """The Core API entry point, used as `with core.init() as ctx:`."""
@@ -129,7 +136,7 @@ def init(*, distributed: DistributedContext | None = None, checkpoint_storage: A
     )
 
 
-def _init_off_cluster(distributed: DistributedContext | None, checkpoint_storage: Any) -> Context:
+def _init_off_cluster(distributed: DistributedContext | None, checkpoint_storage: CheckpointStorage) -> Context:
     dist = distributed or DistributedContext()
     storage = _local_storage(checkpoint_storage)
     return Context(

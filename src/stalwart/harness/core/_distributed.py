@@ -12,9 +12,13 @@ outside torchrun, one the chief hosts on `pub_port + port_offset`.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stalwart.harness.core import _store_comm
+from stalwart.harness.core._store_comm import StoreGroup, T
+
+if TYPE_CHECKING:
+    from torch.distributed.distributed_c10d import Store
 
 DEFAULT_PORT = 12360  # Determined's INTER_TRAIN_PROCESS_COMM_PORT_1, for contexts built outside torchrun
 _TORCH_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK")
@@ -29,7 +33,7 @@ class DistributedContext:
     def __init__(self, *, rank: int = 0, size: int = 1, local_rank: int = 0, local_size: int = 1,
                  cross_rank: int = 0, cross_size: int = 1, chief_ip: str | None = None,
                  pub_port: int = DEFAULT_PORT, pull_port: int | None = None, port_offset: int = 0,
-                 force_tcp: bool = False, _store: Any = None) -> None:
+                 force_tcp: bool = False, _store: Store | None = None) -> None:
         _check_ranks(rank, size, local_rank, local_size, cross_rank, cross_size)
         self.rank, self.size = rank, size
         self.local_rank, self.local_size = local_rank, local_size
@@ -39,7 +43,8 @@ class DistributedContext:
                              "the address of the machine running rank 0 (or set DET_CHIEF_IP)")
         self.chief_ip = chief_ip if cross_size > 1 else (chief_ip or "127.0.0.1")
         self._hosting = False
-        self._global = self._local = None
+        self._global: StoreGroup | None = None
+        self._local: StoreGroup | None = None
         self._closed = False
         if size > 1:
             store = _store
@@ -48,9 +53,9 @@ class DistributedContext:
                 self._hosting = rank == 0
                 store = _store_comm.connect(self.chief_ip, int(pub_port) + int(port_offset), hosting=self._hosting)
             self._store = store
-            self._global = _store_comm.StoreGroup(store, "stalwart-dctx/global", rank, size)
+            self._global = StoreGroup(store, "stalwart-dctx/global", rank, size)
             if local_size > 1:
-                self._local = _store_comm.StoreGroup(store, f"stalwart-dctx/local{cross_rank}", local_rank,
+                self._local = StoreGroup(store, f"stalwart-dctx/local{cross_rank}", local_rank,
                                                      local_size)
 
     @classmethod
@@ -75,13 +80,13 @@ class DistributedContext:
         except ValueError as err:
             raise RuntimeError(f"the torchrun environment holds a non-integer rank variable: {err}") from err
         chief_ip = chief_ip or env.get("DET_CHIEF_IP") or env.get("MASTER_ADDR")
-        store = None
+        store: Store | None = None
         if size > 1 and env.get("TORCHELASTIC_USE_AGENT_STORE") == "True" and env.get("MASTER_PORT"):
             store = _store_comm.connect(env.get("MASTER_ADDR", "127.0.0.1"), int(env["MASTER_PORT"]), hosting=False)
-            import torch.distributed as dist
+            from torch.distributed.distributed_c10d import PrefixStore
 
             run = f"{env.get('TORCHELASTIC_RUN_ID', 'none')}/{env.get('TORCHELASTIC_RESTART_COUNT', '0')}"
-            store = dist.PrefixStore(f"stalwart/{run}", store)
+            store = PrefixStore(f"stalwart/{run}", store)
         return cls(rank=rank, size=size, local_rank=local_rank, local_size=local_size, cross_rank=cross_rank,
                    cross_size=cross_size, chief_ip=chief_ip, _store=store)
 
@@ -108,38 +113,41 @@ class DistributedContext:
         return self.cross_size
 
     # -- collectives ------------------------------------------------------------------------------
-    def _group(self, local: bool) -> Any:
+    def _group(self, local: bool) -> StoreGroup | None:
         if self._closed:
             raise RuntimeError("this DistributedContext is closed")
         return self._local if local else self._global
 
-    def allgather(self, stuff: Any) -> list:
+    def allgather(self, stuff: T) -> list[T]:
         """Every worker gets the list of every worker's `stuff`, in rank order."""
         group = self._group(False)
         return [stuff] if group is None else group.allgather(stuff)
 
-    def gather(self, stuff: Any) -> list | None:
+    def gather(self, stuff: T) -> list[T] | None:
         """The chief gets the list of every worker's `stuff` in rank order; the others get None."""
         group = self._group(False)
         return [stuff] if group is None else group.gather(stuff)
 
-    def broadcast(self, stuff: Any) -> Any:
+    def broadcast(self, stuff: T) -> T:
         """Every worker gets the chief's `stuff` (what the others pass is ignored)."""
         group = self._group(False)
         return stuff if group is None else group.broadcast(stuff)
 
-    def allgather_local(self, stuff: Any) -> list:
+    def allgather_local(self, stuff: T) -> list[T]:
         """allgather() among the workers on this machine, in local-rank order."""
         group = self._group(True)
         return [stuff] if group is None else group.allgather(stuff)
 
-    def gather_local(self, stuff: Any) -> list | None:
+    def gather_local(self, stuff: T) -> list[T] | None:
         """gather() to this machine's local chief (local_rank 0)."""
         group = self._group(True)
         return [stuff] if group is None else group.gather(stuff)
 
     def broadcast_local(self, stuff: Any = None) -> Any:
-        """broadcast() from this machine's local chief (local_rank 0)."""
+        """broadcast() from this machine's local chief (local_rank 0).
+
+        Any, as in Determined: the other workers may pass nothing (None) and still get the chief's object.
+        """
         group = self._group(True)
         return stuff if group is None else group.broadcast(stuff)
 

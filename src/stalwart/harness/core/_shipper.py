@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
+from collections.abc import Callable
+from typing import Any, TypedDict
 
 from stalwart.api.errors import MasterUnavailable, StalwartError
 from stalwart.client import Client
@@ -15,20 +17,33 @@ MAX_REPORTS = 5000
 MAX_POINTS = 50_000  # metric values per POST, so wide reports don't make giant requests
 
 
+class Report(TypedDict):
+    """One metrics report, as the master's trials API takes it (metric values already JSON-ready)."""
+
+    group: str
+    steps_completed: int
+    metrics: dict[str, Any]
+    trial_run_id: int
+    report_time: float
+
+
 class MetricShipper(threading.Thread):
-    def __init__(self, client: Client, trial_id: int, max_pending: int = 1_000_000, on_sent=None) -> None:
+    """The thread that sends queued reports to the master, in batches, in order."""
+
+    def __init__(self, client: Client, trial_id: int, max_pending: int = 1_000_000,
+                 on_sent: Callable[[list[Report]], None] | None = None) -> None:
         super().__init__(daemon=True, name="metric-shipper")
         self.client = client
         self.trial_id = trial_id
         self.max_pending = max_pending
-        self._q: deque = deque()
+        self._q: deque[Report] = deque()
         self._cv = threading.Condition()
         self._inflight = 0
         self._error: StalwartError | None = None
         self._closed = False
         self._on_sent = on_sent  # called with each acknowledged batch, in this thread (e.g. TensorBoard files)
 
-    def put(self, report: dict) -> None:
+    def put(self, report: Report) -> None:
         self.raise_error()
         with self._cv:
             while len(self._q) >= self.max_pending:
@@ -56,8 +71,8 @@ class MetricShipper(threading.Thread):
                 self._closed = True
                 self._cv.notify_all()
 
-    def _take(self) -> list[dict]:
-        batch: list[dict] = []
+    def _take(self) -> list[Report]:
+        batch: list[Report] = []
         points = 0
         while self._q and len(batch) < MAX_REPORTS and (not batch or points < MAX_POINTS):
             report = self._q.popleft()
@@ -65,7 +80,9 @@ class MetricShipper(threading.Thread):
             batch.append(report)
         return batch
 
-    def _after_send(self, batch: list[dict]) -> None:
+    def _after_send(self, batch: list[Report]) -> None:
+        if self._on_sent is None:
+            return
         try:
             self._on_sent(batch)
         except Exception as err:  # noqa: BLE001 - a side channel must never stop metric shipping

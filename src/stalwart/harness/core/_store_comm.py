@@ -15,25 +15,30 @@ import datetime
 import os
 import pickle
 import time
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from torch.distributed.distributed_c10d import Store
 
 DEFAULT_TIMEOUT_S = float(os.environ.get("STALWART_DIST_TIMEOUT_S", "1800"))  # torch's own default for collectives
+
+T = TypeVar("T")  # what a collective moves: any picklable object, the same type on every member
 
 
 class StoreGroup:
     """A group of `size` members (this one is `member`) talking through `store` under `prefix`."""
 
-    def __init__(self, store: Any, prefix: str, member: int, size: int) -> None:
-        import torch.distributed as dist
+    def __init__(self, store: Store, prefix: str, member: int, size: int) -> None:
+        from torch.distributed.distributed_c10d import PrefixStore
 
-        self._store = dist.PrefixStore(prefix, store)
+        self._store = PrefixStore(prefix, store)
         self.member, self.size = member, size
         self._round = 0
 
     def _keys(self, n: int) -> list[str]:
         return [f"{n}/{m}" for m in range(self.size)]
 
-    def _begin(self, value: Any) -> int:
+    def _begin(self, value: object) -> int:
         n = self._round
         self._round += 1
         payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
@@ -47,28 +52,29 @@ class StoreGroup:
             for key in self._keys(n - 1):
                 self._store.delete_key(key)
 
-    def allgather(self, value: Any) -> list:
+    def allgather(self, value: T) -> list[T]:
         n = self._begin(value)
-        values = [pickle.loads(v) for v in self._store.multi_get(self._keys(n))]
+        values: list[T] = [pickle.loads(v) for v in self._store.multi_get(self._keys(n))]
         if self.member == 0:
             self._finish(n)
         return values
 
-    def gather(self, value: Any) -> list | None:
+    def gather(self, value: T) -> list[T] | None:
         n = self._begin(value)
         if self.member != 0:
             return None
-        values = [pickle.loads(v) for v in self._store.multi_get(self._keys(n))]
+        values: list[T] = [pickle.loads(v) for v in self._store.multi_get(self._keys(n))]
         self._finish(n)
         return values
 
-    def broadcast(self, value: Any) -> Any:
+    def broadcast(self, value: T) -> T:
         n = self._begin(value if self.member == 0 else None)
         if self.member == 0:
             self._store.wait(self._keys(n))
             self._finish(n)
             return value
-        return pickle.loads(self._store.get(f"{n}/0"))
+        chiefs: T = pickle.loads(self._store.get(f"{n}/0"))
+        return chiefs
 
     def close(self, hosting: bool, timeout_s: float = 60.0) -> None:
         """Everyone checks out; a leader that hosts the store waits for all, so none loses it mid-read."""
@@ -80,7 +86,7 @@ class StoreGroup:
             time.sleep(0.01)
 
 
-def connect(host: str, port: int, *, hosting: bool, timeout_s: float = DEFAULT_TIMEOUT_S) -> Any:
+def connect(host: str, port: int, *, hosting: bool, timeout_s: float = DEFAULT_TIMEOUT_S) -> Store:
     """A TCPStore client of host:port, or (hosting) the server itself, listening on all interfaces."""
     try:
         import torch.distributed as dist
@@ -88,10 +94,15 @@ def connect(host: str, port: int, *, hosting: bool, timeout_s: float = DEFAULT_T
         raise RuntimeError("a DistributedContext with several ranks needs torch (pip install 'stalwart[torch]')") \
             from err
     timeout = datetime.timedelta(seconds=timeout_s)
+    # TCPStore is torch.distributed's public API, re-exported without a place in its __all__: attr-defined where
+    # mypy allows no implicit re-exports (--strict), an unused ignore elsewhere.
+    tcp_store = dist.TCPStore  # type: ignore[attr-defined, unused-ignore]  # see the comment above
     try:
         if hosting:
-            return dist.TCPStore("0.0.0.0", port, is_master=True, timeout=timeout, wait_for_workers=False)
-        return dist.TCPStore(host, port, is_master=False, timeout=timeout)
+            store: Store = tcp_store("0.0.0.0", port, is_master=True, timeout=timeout, wait_for_workers=False)
+        else:
+            store = tcp_store(host, port, is_master=False, timeout=timeout)
+        return store
     except (RuntimeError, OSError) as err:
         what = f"listen on port {port}" if hosting else f"reach the chief's store at {host}:{port}"
         raise RuntimeError(f"DistributedContext could not {what}: {err}. Check chief_ip and that the port is free "

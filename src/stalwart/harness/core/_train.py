@@ -8,12 +8,13 @@ import os
 import pathlib
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 from stalwart.api.errors import NotFoundError
 from stalwart.api.metric_values import encode_float, number
 from stalwart.client import Client
-from stalwart.harness.core._shipper import MetricShipper
+from stalwart.harness.core._shipper import MetricShipper, Report
 from stalwart.harness.tensorboard import ScalarWriter
 
 log = logging.getLogger("stalwart.core")
@@ -27,11 +28,13 @@ class TensorboardMode(enum.Enum):
 
 
 class EarlyExitReason(enum.Enum):
+    """Why a trial ended before its searcher's length: reported with TrainContext.report_early_exit()."""
+
     INVALID_HP = "EXITED_REASON_INVALID_HP"
     USER_REQUESTED_STOP = "EXITED_REASON_USER_REQUESTED_STOP"
 
 
-def check_metrics(metrics: Any, where: str = "metrics") -> None:
+def check_metrics(metrics: object, where: str = "metrics") -> None:
     """Refuse metrics that are not a mapping of name to value, with an error that names them.
 
     NaN and +-Infinity are accepted, as Determined accepts them: they are sent and stored as the strings
@@ -41,10 +44,11 @@ def check_metrics(metrics: Any, where: str = "metrics") -> None:
         raise TypeError(f"{where} must be a dict of metric name to value, got {type(metrics).__name__}")
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     """JSON-ready: numpy / torch scalars as Python numbers, non-finite floats as their wire strings."""
-    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 0) == 0:
-        value = value.item()
+    item = getattr(value, "item", None)
+    if item is not None and callable(item) and getattr(value, "ndim", 0) == 0:
+        value = item()
     if isinstance(value, float):
         return encode_float(value)
     if isinstance(value, dict):
@@ -52,6 +56,11 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
+
+
+def _plain_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
+    """A metrics dict JSON-ready (as `_plain` makes any dict)."""
+    return {str(k): _plain(v) for k, v in metrics.items()}
 
 
 def _default_tensorboard_dir() -> pathlib.Path:
@@ -83,7 +92,7 @@ class TrainContext:
             self._shipper = MetricShipper(client, trial_id, on_sent=on_sent)
             self._shipper.start()
 
-    def _write_tensorboard(self, batch: list[dict]) -> None:
+    def _write_tensorboard(self, batch: list[Report]) -> None:
         """Acknowledged reports also go to TensorBoard event files, as `group/metric` scalars."""
         if self._tb_writer is None:
             return
@@ -92,29 +101,30 @@ class TrainContext:
             self._tb_writer.add_scalars(report["steps_completed"],
                                         {f"{group}/{k}": v for k, v in report["metrics"].items()})
 
-    def _report(self, group: str, steps_completed: int, metrics: dict) -> None:
+    def _report(self, group: str, steps_completed: int, metrics: dict[str, Any]) -> None:
         if (not isinstance(steps_completed, int) or isinstance(steps_completed, bool)
                 or not 0 <= steps_completed < 2**63):
             raise ValueError(f"steps_completed must be an integer in 0..{2**63 - 1}, got {steps_completed!r}")
         check_metrics(metrics)
-        plain = _plain(metrics)
+        plain = _plain_metrics(metrics)
         if self._shipper is None:
             log.info("[%s] steps_completed=%d %s", group, steps_completed, plain)
             return
         self._shipper.put({"group": group, "steps_completed": steps_completed, "metrics": plain,
                            "trial_run_id": self._run_id, "report_time": time.time()})
 
-    def report_training_metrics(self, steps_completed: int, metrics: dict, batch_metrics: list | None = None) -> None:
+    def report_training_metrics(self, steps_completed: int, metrics: dict[str, Any],
+                                batch_metrics: list[dict[str, Any]] | None = None) -> None:
         if batch_metrics is not None:
             for i, m in enumerate(batch_metrics):
                 check_metrics(m, f"batch_metrics[{i}]")
             metrics = {**metrics, "batch_metrics": batch_metrics}
         self._report("training", steps_completed, metrics)
 
-    def report_validation_metrics(self, steps_completed: int, metrics: dict) -> None:
+    def report_validation_metrics(self, steps_completed: int, metrics: dict[str, Any]) -> None:
         self._report("validation", steps_completed, metrics)
 
-    def report_metrics(self, group: str, steps_completed: int, metrics: dict) -> None:
+    def report_metrics(self, group: str, steps_completed: int, metrics: dict[str, Any]) -> None:
         if not isinstance(group, str) or not group:
             raise ValueError("group must be a non-empty string such as 'training', 'validation' or 'inference'")
         self._report(group, steps_completed, metrics)
@@ -146,7 +156,8 @@ class TrainContext:
         self._tb.mkdir(parents=True, exist_ok=True)
         return self._tb
 
-    def upload_tensorboard_files(self, selector=None, mangler=None) -> None:
+    def upload_tensorboard_files(self, selector: Callable[[pathlib.Path], bool] | None = None,
+                                 mangler: Callable[[pathlib.Path, int], pathlib.Path] | None = None) -> None:
         """TensorBoard files stay in the trial's working directory in this release."""
 
     def flush(self) -> None:

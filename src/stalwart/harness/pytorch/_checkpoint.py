@@ -11,20 +11,25 @@ import pathlib
 import pickle
 import random
 import sys
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import torch
 
 from stalwart.harness.pytorch._callback import PyTorchCallback
 from stalwart.harness.pytorch._context import PyTorchTrialContext
+from stalwart.harness.pytorch._trial import PyTorchTrial
 
 log = logging.getLogger("stalwart.pytorch")
 
 STATE_FILE = "state_dict.pth"
 LOAD_DATA_FILE = "load_data.json"
 _LEGACY_STATE_FILES = (("state_dict.pth",), ("determined", "state_dict.pth"), ("checkpoint.pt",))
+
+# A checkpoint's state (state_dict.pth: state dicts, RNG states...) or load_data.json, by key.
+State = dict[str, Any]
+_Live = TypeVar("_Live")
 
 
 @dataclasses.dataclass
@@ -39,25 +44,25 @@ class TrialState:
     data_seed: int | None = None
     best_validation: float | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, raw: dict) -> TrialState:
+    def from_dict(cls, raw: dict[str, Any]) -> TrialState:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in raw.items() if k in names})
 
 
 # -- RNG ------------------------------------------------------------------------------------------
 
-def rng_state(context: PyTorchTrialContext) -> dict:
+def rng_state(context: PyTorchTrialContext) -> State:
     """Python, numpy and torch RNG states, in a form torch.load(weights_only=True) accepts."""
     legacy_state = np.random.get_state(legacy=True)
     if not isinstance(legacy_state, tuple):  # only a non-MT19937 global generator gives a dict
         raise TypeError(f"numpy's global RNG is not a MT19937 (its state is {type(legacy_state).__name__}): "
                         "its state cannot be checkpointed")
     kind, keys, pos, has_gauss, cached = legacy_state
-    state = {
+    state: State = {
         "cpu_rng_state": torch.random.get_rng_state(),
         "np_rng_state": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
                          "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
@@ -68,13 +73,14 @@ def rng_state(context: PyTorchTrialContext) -> dict:
     return state
 
 
-def restore_rng(state: dict, context: PyTorchTrialContext) -> None:
+def restore_rng(state: State, context: PyTorchTrialContext) -> None:
     np_state = state["np_rng_state"]
     if isinstance(np_state, dict):
         np_state = (np_state["kind"], np.asarray(np_state["keys"], dtype=np.uint32), np_state["pos"],
                     np_state["has_gauss"], np_state["cached_gaussian"])
     np.random.set_state(np_state)
-    random.setstate(_as_tuples(state["random_rng_state"]))
+    # random.getstate()'s tuple, whose inner tuples a round trip through a checkpoint may turn into lists
+    random.setstate(cast(tuple[Any, ...], _as_tuples(state["random_rng_state"])))
     torch.random.set_rng_state(state["cpu_rng_state"])
     if "gpu_rng_state" in state and context.device.type == "cuda":
         torch.cuda.set_rng_state(state["gpu_rng_state"], context.device)
@@ -90,7 +96,7 @@ def rng_isolated(context: PyTorchTrialContext) -> Iterator[None]:
         restore_rng(saved, context)
 
 
-def _as_tuples(value: Any) -> Any:
+def _as_tuples(value: object) -> object:
     return tuple(_as_tuples(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
@@ -100,8 +106,8 @@ def _unwrapped(model: torch.nn.Module) -> torch.nn.Module:
     return model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
 
 
-def build_state(context: PyTorchTrialContext, callbacks: dict[str, PyTorchCallback]) -> dict:
-    state = {
+def build_state(context: PyTorchTrialContext, callbacks: dict[str, PyTorchCallback]) -> State:
+    state: State = {
         "models_state_dict": [_unwrapped(m).state_dict() for m in context.models],
         "optimizers_state_dict": [o.state_dict() for o in context.optimizers],
         "lr_schedulers_state_dict": [s.state_dict() for s in context.lr_schedulers],
@@ -113,7 +119,7 @@ def build_state(context: PyTorchTrialContext, callbacks: dict[str, PyTorchCallba
     return state
 
 
-def load_data(context: PyTorchTrialContext, trial: Any, trial_state: TrialState) -> dict:
+def load_data(context: PyTorchTrialContext, trial: object, trial_state: TrialState) -> State:
     cls = type(trial)
     return {
         "trial_type": "PyTorchTrial",
@@ -125,7 +131,7 @@ def load_data(context: PyTorchTrialContext, trial: Any, trial_state: TrialState)
     }
 
 
-def write(path: pathlib.Path, state: dict, data: dict) -> None:
+def write(path: pathlib.Path, state: State, data: State) -> None:
     path.mkdir(parents=True, exist_ok=True)
     torch.save(state, str(path / STATE_FILE))
     (path / LOAD_DATA_FILE).write_text(json.dumps(data, default=str))
@@ -133,30 +139,31 @@ def write(path: pathlib.Path, state: dict, data: dict) -> None:
 
 # -- loading --------------------------------------------------------------------------------------
 
-def read(path: pathlib.Path, **torch_load_kwargs: Any) -> tuple[dict | None, dict]:
+def read(path: pathlib.Path, **torch_load_kwargs: Any) -> tuple[State | None, State]:
     """(state_dict.pth contents or None, load_data.json contents or {}) of a checkpoint directory."""
     data_file = path / LOAD_DATA_FILE
-    data = json.loads(data_file.read_text()) if data_file.exists() else {}
-    kwargs = {"map_location": "cpu", "weights_only": False, **torch_load_kwargs}
+    data: State = json.loads(data_file.read_text()) if data_file.exists() else {}
+    kwargs: dict[str, Any] = {"map_location": "cpu", "weights_only": False, **torch_load_kwargs}
     for parts in _LEGACY_STATE_FILES:
         candidate = path.joinpath(*parts)
         if candidate.exists():
-            return torch.load(str(candidate), **kwargs), data
+            state: State = torch.load(str(candidate), **kwargs)
+            return state, data
     return None, data
 
 
-def read_trial_state(path: pathlib.Path, data: dict) -> dict | None:
+def read_trial_state(path: pathlib.Path, data: State) -> dict[str, Any] | None:
     """The saved TrialState fields: ours in load_data.json, or Determined's trial_state.pkl."""
+    saved: dict[str, Any] | None = None
     if "trial_state" in data:
-        return data["trial_state"]
-    legacy = path / "trial_state.pkl"
-    if legacy.exists():
+        saved = data["trial_state"]
+    elif (legacy := path / "trial_state.pkl").exists():
         with legacy.open("rb") as f:
-            return pickle.load(f)
-    return None
+            saved = pickle.load(f)
+    return saved
 
 
-def apply_state(state: dict, context: PyTorchTrialContext, callbacks: dict[str, PyTorchCallback]) -> None:
+def apply_state(state: State, context: PyTorchTrialContext, callbacks: dict[str, PyTorchCallback]) -> None:
     """Load models, optimizers, schedulers, scaler, RNG states and callback states from `state`."""
     models = state.get("models_state_dict") or ([state["model_state_dict"]] if "model_state_dict" in state else [])
     _load_list("models", models, [_unwrapped(m) for m in context.models], _load_model)
@@ -177,14 +184,15 @@ def apply_state(state: dict, context: PyTorchTrialContext, callbacks: dict[str, 
             cb.load_state_dict(saved[name])
 
 
-def _load_list(what: str, saved: list, live: list, load: Any) -> None:
+def _load_list(what: str, saved: Sequence[dict[str, Any]], live: Sequence[_Live],
+               load: Callable[[_Live, dict[str, Any]], object]) -> None:
     if len(saved) != len(live):
         raise RuntimeError(f"the checkpoint has {len(saved)} {what} but this trial wrapped {len(live)}")
     for obj, sd in zip(live, saved, strict=True):
         load(obj, sd)
 
 
-def _load_model(model: torch.nn.Module, state_dict: dict) -> None:
+def _load_model(model: torch.nn.Module, state_dict: dict[str, Any]) -> None:
     if any(k.startswith("module.") for k in state_dict) and not any(k.startswith("module.") for k in
                                                                    model.state_dict()):
         state_dict = dict(state_dict)
@@ -194,7 +202,7 @@ def _load_model(model: torch.nn.Module, state_dict: dict) -> None:
 
 # -- exporting ------------------------------------------------------------------------------------
 
-def _import_spec(spec: str, path: pathlib.Path) -> type:
+def _import_spec(spec: str, path: pathlib.Path) -> type[PyTorchTrial]:
     module_name, _, qualname = spec.partition(":")
     for extra in (path / "code", pathlib.Path.cwd()):
         if extra.is_dir() and str(extra) not in sys.path:
@@ -202,12 +210,13 @@ def _import_spec(spec: str, path: pathlib.Path) -> type:
     obj: Any = importlib.import_module(module_name)
     for part in qualname.split("."):
         obj = getattr(obj, part)
-    return obj
+    trial_class: type[PyTorchTrial] = obj  # what load_data.json's trial_cls_spec names
+    return trial_class
 
 
-def load_trial_from_checkpoint_path(path: str | pathlib.Path, trial_class: type | None = None,
-                                    trial_kwargs: dict | None = None,
-                                    torch_load_kwargs: dict | None = None) -> Any:
+def load_trial_from_checkpoint_path(path: str | pathlib.Path, trial_class: type[PyTorchTrial] | None = None,
+                                    trial_kwargs: dict[str, Any] | None = None,
+                                    torch_load_kwargs: dict[str, Any] | None = None) -> PyTorchTrial:
     """A PyTorchTrial instance with its models loaded from a checkpoint directory (for inference/export).
 
     The trial class is `trial_class`, or the one recorded in load_data.json, imported from the
@@ -215,7 +224,7 @@ def load_trial_from_checkpoint_path(path: str | pathlib.Path, trial_class: type 
     """
     ckpt_dir = pathlib.Path(path)
     data_file = ckpt_dir / LOAD_DATA_FILE
-    data = json.loads(data_file.read_text()) if data_file.exists() else {}
+    data: State = json.loads(data_file.read_text()) if data_file.exists() else {}
     if trial_class is None:
         if "trial_cls_spec" not in data:
             raise ValueError(f"{ckpt_dir} has no {LOAD_DATA_FILE} naming the trial class: pass trial_class=")

@@ -6,19 +6,27 @@ import contextlib
 import logging
 import pathlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
 from stalwart.harness.core import Context, DistributedContext
+from stalwart.harness.info import TrialInfo
 from stalwart.harness.pytorch._data import is_on_cpu_already, to_device
 from stalwart.harness.pytorch._lr_scheduler import LRScheduler
 from stalwart.harness.pytorch._reducer import MetricReducer, ReducerRegistry
 
+if TYPE_CHECKING:
+    from torch.utils.tensorboard import SummaryWriter
+
 log = logging.getLogger("stalwart.pytorch")
 
+_Optimizer = TypeVar("_Optimizer", bound=torch.optim.Optimizer)
+_Scheduler = TypeVar("_Scheduler", bound=torch.optim.lr_scheduler.LRScheduler)
+_Scaler = TypeVar("_Scaler", bound=torch.amp.GradScaler)
 
-def _batch_sizes(hparams: dict | None, slots: int) -> tuple[int | None, int | None]:
+
+def _batch_sizes(hparams: dict[str, Any] | None, slots: int) -> tuple[int | None, int | None]:
     """(per-slot, global) batch size from hparams['global_batch_size'], or (None, None)."""
     if not hparams or hparams.get("global_batch_size") is None:
         return None, None
@@ -59,7 +67,8 @@ class _Experimental:
 class PyTorchTrialContext:
     """Built by `stalwart.pytorch.init()`; the trial keeps it and uses its wrap_*/backward/step methods."""
 
-    def __init__(self, core_context: Context | None, *, hparams: dict | None = None, exp_conf: dict | None = None,
+    def __init__(self, core_context: Context | None, *, hparams: dict[str, Any] | None = None,
+                 exp_conf: dict[str, Any] | None = None,
                  trial_seed: int | None = None, aggregation_frequency: int = 1, steps_completed: int = 0,
                  enable_tensorboard_logging: bool = True, managed_training: bool = True,
                  device: torch.device | None = None) -> None:
@@ -81,15 +90,15 @@ class PyTorchTrialContext:
         self._optimizer_average: dict[int, bool] = {}
         self._average_aggregated_gradients_default = True
         self._fp16_compression_default = False
-        self._scaler: Any = None
+        self._scaler: torch.amp.GradScaler | None = None
         self._epoch_len: int | None = None
         self._current_batch_idx: int | None = None
         self._stop_requested = False
         self._enable_tensorboard_logging = enable_tensorboard_logging
-        self._tb_writer: Any = None
-        self._to_device_warned: set = set()
+        self._tb_writer: SummaryWriter | None = None
+        self._to_device_warned: set[type] = set()
         self.experimental = _Experimental(self)
-        self.profiler: Any = None
+        self.profiler: None = None  # Determined's profiler hook: there is no profiler in this release
 
     def _default_device(self) -> torch.device:
         if not torch.cuda.is_available():
@@ -120,9 +129,9 @@ class PyTorchTrialContext:
         device_ids = [self.device.index] if self.device.type == "cuda" else None
         return torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
 
-    def wrap_optimizer(self, optimizer: torch.optim.Optimizer, backward_passes_per_step: int = 1,
+    def wrap_optimizer(self, optimizer: _Optimizer, backward_passes_per_step: int = 1,
                        fp16_compression: bool | None = None,
-                       average_aggregated_gradients: bool | None = None) -> torch.optim.Optimizer:
+                       average_aggregated_gradients: bool | None = None) -> _Optimizer:
         """Register an optimizer for checkpointing and gradient aggregation; returns it unchanged."""
         if backward_passes_per_step < 1:
             raise ValueError(f"backward_passes_per_step must be >= 1, got {backward_passes_per_step}")
@@ -132,7 +141,8 @@ class PyTorchTrialContext:
         self.optimizers.append(optimizer)
         return optimizer
 
-    def wrap_lr_scheduler(self, lr_scheduler: Any, step_mode: LRScheduler.StepMode, frequency: int = 1) -> Any:
+    def wrap_lr_scheduler(self, lr_scheduler: _Scheduler, step_mode: LRScheduler.StepMode,
+                          frequency: int = 1) -> _Scheduler:
         """Register a scheduler the Trainer steps per `step_mode` (and checkpoints); returns it unchanged."""
         if isinstance(lr_scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau) and \
                 step_mode is not LRScheduler.StepMode.MANUAL_STEP:
@@ -144,22 +154,22 @@ class PyTorchTrialContext:
         self.lr_schedulers.append(LRScheduler(lr_scheduler, step_mode, frequency))
         return lr_scheduler
 
-    def wrap_scaler(self, scaler: Any) -> Any:
+    def wrap_scaler(self, scaler: _Scaler) -> _Scaler:
         """Register a torch.amp.GradScaler for checkpointing; pass it to step_optimizer(scaler=...)."""
         if self._scaler is not None:
             raise RuntimeError("wrap_scaler() (or experimental.use_amp()) may be called only once")
         self._scaler = scaler
         return scaler
 
-    def wrap_reducer(self, reducer: Callable | MetricReducer, name: str | None = None, for_training: bool = True,
-                     for_validation: bool = True) -> MetricReducer:
+    def wrap_reducer(self, reducer: Callable[[list[Any]], Any] | MetricReducer, name: str | None = None,
+                     for_training: bool = True, for_validation: bool = True) -> MetricReducer:
         """Register a custom metric reducer; its metrics join the training/validation metrics."""
         return self._reducers.wrap_reducer(reducer, name, for_training, for_validation)
 
     def reset_reducers(self) -> None:
         self._reducers.reset_reducers()
 
-    def reduce_metrics(self, for_training: bool) -> dict:
+    def reduce_metrics(self, for_training: bool) -> dict[str, Any]:
         return self._reducers.reduce_metrics(for_training)
 
     def autocast_forward_pass(self, model: torch.nn.Module) -> torch.nn.Module:
@@ -179,11 +189,12 @@ class PyTorchTrialContext:
         """loss.backward(), with the scaler under use_amp and without a DDP all-reduce between aggregated batches."""
         if self._scaler is not None and self.experimental._auto_amp:
             loss = self._scaler.scale(loss)
-        if self.distributed.size > 1 and self._aggregation_frequency > 1 and not self._should_communicate_and_update():
-            with self._no_sync():
-                loss.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph)
-        else:
-            loss.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph)
+        skip_sync = (self.distributed.size > 1 and self._aggregation_frequency > 1
+                     and not self._should_communicate_and_update())
+        with self._no_sync() if skip_sync else contextlib.nullcontext():
+            # torch's Tensor.backward() has no annotations: no-untyped-call (reported only under --strict)
+            loss.backward(gradient=gradient, retain_graph=retain_graph,  # type: ignore[no-untyped-call, unused-ignore]
+                          create_graph=create_graph)
 
     @contextlib.contextmanager
     def _no_sync(self) -> Iterator[None]:
@@ -195,8 +206,9 @@ class PyTorchTrialContext:
                     stack.enter_context(no_sync())
             yield
 
-    def step_optimizer(self, optimizer: torch.optim.Optimizer, clip_grads: Callable[[Any], None] | None = None,
-                       auto_zero_grads: bool = True, scaler: Any = None) -> None:
+    def step_optimizer(self, optimizer: torch.optim.Optimizer,
+                       clip_grads: Callable[[list[torch.Tensor]], object] | None = None,
+                       auto_zero_grads: bool = True, scaler: torch.amp.GradScaler | None = None) -> None:
         """optimizer.step() (on the last batch of each aggregation window), clipping and zeroing as asked."""
         aggregation = self._aggregation_frequency
         if aggregation > 1:
@@ -207,7 +219,7 @@ class PyTorchTrialContext:
         if scaler is None and self.experimental._auto_amp:
             scaler = self._scaler
         if clip_grads is not None or (aggregation > 1 and self._optimizer_average.get(id(optimizer), True)):
-            params = [p for group in optimizer.param_groups for p in group["params"]]
+            params: list[torch.Tensor] = [p for group in optimizer.param_groups for p in group["params"]]
             if aggregation > 1 and self._optimizer_average.get(id(optimizer), True):
                 for p in params:
                     if p.grad is not None:
@@ -224,7 +236,10 @@ class PyTorchTrialContext:
             optimizer.zero_grad()
 
     def to_device(self, data: Any) -> Any:
-        """Move tensors (and numpy arrays) in `data` to this trial's device."""
+        """Move tensors (and numpy arrays) in `data` to this trial's device.
+
+        `data` is a user's batch of any structure (Any: Determined's signature leaves it untyped too).
+        """
         if self.device.type == "cpu" and is_on_cpu_already(data):
             return data
         return to_device(data, self.device, self._to_device_warned)
@@ -260,7 +275,7 @@ class PyTorchTrialContext:
     def get_data_config(self) -> dict[str, Any]:
         return self.get_experiment_config().get("data") or {}
 
-    def _trial_info(self) -> Any:
+    def _trial_info(self) -> TrialInfo | None:
         info = self._core.info if self._core is not None else None
         return info.trial if info is not None else None
 
@@ -332,7 +347,7 @@ class PyTorchTrialContext:
             raise RuntimeError("this context has no Core API context (it was built to load a checkpoint)")
         return self._core.train.get_tensorboard_path()
 
-    def get_tensorboard_writer(self) -> Any:
+    def get_tensorboard_writer(self) -> SummaryWriter:
         """A torch.utils.tensorboard.SummaryWriter writing to get_tensorboard_path()."""
         if self._tb_writer is None:
             try:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import inspect
 import logging
-import sys
+import pathlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -18,8 +17,18 @@ from stalwart.harness.errors import InvalidHP
 from stalwart.harness.pytorch import _checkpoint as ckpt, _log
 from stalwart.harness.pytorch._callback import PyTorchCallback
 from stalwart.harness.pytorch._context import PyTorchTrialContext
-from stalwart.harness.pytorch._data import DataLoader
-from stalwart.harness.pytorch._reducer import Reducer, average_batches, batch_rows, columns, plain, reduce_columns
+from stalwart.harness.pytorch._evaluation import Evaluator
+from stalwart.harness.pytorch._loaders import build_loaders
+from stalwart.harness.pytorch._policy import CheckpointPolicy
+from stalwart.harness.pytorch._reducer import (
+    Metrics,
+    Reducer,
+    average_batches,
+    batch_rows,
+    columns,
+    plain,
+    reduce_columns,
+)
 from stalwart.harness.pytorch._trial import PyTorchTrial
 from stalwart.harness.pytorch._units import NEVER, Batch, Epoch, TrainUnit
 
@@ -57,10 +66,6 @@ class FitSettings:
     data_seed: int
 
 
-def _overrides(method: Any, base: type, name: str) -> bool:
-    return getattr(type(method.__self__), name) is not getattr(base, name)
-
-
 def _length(unit: TrainUnit) -> int:
     """The int count of a training length (max_length is a period, never a schedule)."""
     if not isinstance(unit.value, int):
@@ -68,21 +73,9 @@ def _length(unit: TrainUnit) -> int:
     return unit.value
 
 
-def _repeat_plain(loader: Any, skip: int) -> Iterator:
-    """A user's torch DataLoader, repeated epoch after epoch, its first `skip` batches dropped."""
-    while True:
-        empty = True
-        for batch in loader:
-            empty = False
-            if skip:
-                skip -= 1
-                continue
-            yield batch
-        if empty:
-            raise ValueError("the training data loader yields no batches")
-
-
 class TrialController:
+    """Runs one fit(): the training periods and, at their boundaries, reports, validations and checkpoints."""
+
     def __init__(self, trial: PyTorchTrial, context: PyTorchTrialContext, settings: FitSettings) -> None:
         if not isinstance(trial, PyTorchTrial):
             raise TypeError(f"Trainer needs a PyTorchTrial, got {type(trial).__name__}")
@@ -97,21 +90,15 @@ class TrialController:
         self.core: Context = context._core
         self.dist = context.distributed
         self.is_chief = self.dist.rank == 0
-        self.evaluate_batch_defined = _overrides(trial.evaluate_batch, PyTorchTrial, "evaluate_batch")
-        if self.evaluate_batch_defined == _overrides(trial.evaluate_full_dataset, PyTorchTrial,
-                                                     "evaluate_full_dataset"):
-            raise ValueError("define exactly one of evaluate_batch() and evaluate_full_dataset()")
-        self._eval_takes_idx = "batch_idx" in inspect.signature(trial.evaluate_batch).parameters
+        self.evaluator = Evaluator(trial, context, settings.test_mode)
         self.callbacks: dict[str, PyTorchCallback] = trial.build_callbacks() or {}
         self.state = ckpt.TrialState(trial_id=settings.trial_id, data_seed=settings.data_seed)
         self.checkpoints: list[str] = []
-        self._policy = settings.checkpoint_policy
-        if self._policy == "best" and not settings.searcher_metric:
-            log.warning("checkpoint_policy='best' needs searcher.metric in the experiment config: using 'all'")
-            self._policy = "all"
-        self._boundaries = [(TRAIN, Batch(1) if settings.test_mode else settings.max_length),
-                            (VALIDATE, settings.validation_period), (CHECKPOINT, settings.checkpoint_period),
-                            (REPORT, settings.reporting_period)]
+        self.policy = CheckpointPolicy(settings.checkpoint_policy, settings.searcher_metric, settings.smaller_is_better,
+                                       settings.on_cluster, self.core.train)
+        self._boundaries: list[tuple[str, TrainUnit]] = [
+            (TRAIN, Batch(1) if settings.test_mode else settings.max_length), (VALIDATE, settings.validation_period),
+            (CHECKPOINT, settings.checkpoint_period), (REPORT, settings.reporting_period)]
 
     # -- set-up ---------------------------------------------------------------------------------
     def run(self) -> None:
@@ -121,8 +108,10 @@ class TrialController:
             for cb in self.callbacks.values():
                 cb.on_trial_startup(self.state.batches_trained, self.s.latest_checkpoint)
                 stack.callback(cb.on_trial_shutdown)
-            self._build_loaders()
-            self._train_iter = iter(self._train_loader)
+            loaders = build_loaders(self.trial, self.context, batches_trained=self.state.batches_trained,
+                                    seed=self.state.data_seed, evaluate_batch_defined=self.evaluator.per_batch)
+            self.evaluator.loader = loaders.validation
+            self._train_iter: Iterator[Any] = iter(loaders.train)
             stack.callback(self._close_iterator)
             if loaded is not None:
                 for cb in self.callbacks.values():
@@ -133,13 +122,13 @@ class TrialController:
                 cb.on_training_start()
             if self.is_chief:
                 _log.starting(self._boundaries[0][1], self.s.validation_period, self.s.checkpoint_period,
-                              self._policy, self.state.batches_trained, self.dist.size)
+                              self.policy.name, self.state.batches_trained, self.dist.size)
             self._run()
 
     def _close_iterator(self) -> None:
         del self._train_iter
 
-    def _read_checkpoint(self) -> dict | None:
+    def _read_checkpoint(self) -> ckpt.State | None:
         uuid = self.s.latest_checkpoint
         if uuid is None:
             return None
@@ -154,39 +143,6 @@ class TrialController:
         else:
             log.info("checkpoint %s is from another trial: loading its weights, starting at batch 0", uuid)
         return loaded
-
-    def _build_loaders(self) -> None:
-        size, rank, seed = self.dist.size, self.dist.rank, self.state.data_seed
-        train = self.trial.build_training_data_loader()
-        if isinstance(train, DataLoader):
-            self._train_loader: Any = train.get_data_loader(repeat=True, skip=self.state.batches_trained,
-                                                            num_replicas=size, rank=rank, seed=seed)
-            epoch_len = len(self._train_loader)
-        else:
-            self._warn_plain_loader("build_training_data_loader", train)
-            try:
-                epoch_len = len(train)
-            except TypeError:
-                epoch_len = sys.maxsize
-            self._train_loader = _repeat_plain(train, self.state.batches_trained)
-        self.context._epoch_len = self.dist.broadcast(epoch_len)
-        if self.context._epoch_len < 1:
-            raise ValueError("the training data loader yields no batches")
-        self._val_loader: Any = None
-        val = self.trial.build_validation_data_loader()
-        if not isinstance(val, DataLoader):
-            self._warn_plain_loader("build_validation_data_loader", val)
-            self._val_loader = val
-        elif self.evaluate_batch_defined:
-            self._val_loader = val.get_data_loader(num_replicas=size, rank=rank, seed=seed)
-        elif self.is_chief:
-            self._val_loader = val.get_data_loader(seed=seed)
-
-    def _warn_plain_loader(self, where: str, loader: Any) -> None:
-        if not self.context.experimental._data_repro_checks_disabled:
-            log.warning("%s() returned a %s, not a stalwart.pytorch.DataLoader: it is not sharded by rank, and a "
-                        "resumed trial sees the same data order only if the loader's order is fixed",
-                        where, type(loader).__name__)
 
     # -- the loop -------------------------------------------------------------------------------
     def _run(self) -> None:
@@ -250,7 +206,7 @@ class TrialController:
         if stop:
             raise ShouldExit(user_stop=True)
 
-    def _train_period(self) -> tuple[set, list]:
+    def _train_period(self) -> tuple[set[str], list[Metrics]]:
         """Train until a boundary (validation, checkpoint, report, the end...) is reached."""
         ctx, state, callbacks = self.context, self.state, list(self.callbacks.values())
         self._period = (time.monotonic(), state.batches_trained)
@@ -261,8 +217,8 @@ class TrialController:
         batch_bounds = [(k, u) for k, u in self._boundaries if isinstance(u, Batch) and u != NEVER]
         epoch_bounds = [(k, u) for k, u in self._boundaries if isinstance(u, Epoch)]
         to_device = ctx.to_device if ctx.experimental._auto_to_device else None
-        metrics: list = []
-        hit: set = set()
+        metrics: list[Metrics] = []
+        hit: set[str] = set()
         while not hit:
             batch_idx = state.batches_trained
             epoch_idx, in_epoch = divmod(batch_idx, epoch_len)
@@ -288,7 +244,7 @@ class TrialController:
                 hit.add(STOP)  # with several workers, a stop is agreed on at the next boundary instead
         return hit, metrics
 
-    def _train_batch(self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int) -> dict:
+    def _train_batch(self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int) -> Metrics:
         ctx = self.context
         out = self.trial.train_batch(batch=batch, epoch_idx=epoch_idx, batch_idx=batch_idx)
         if isinstance(out, torch.Tensor):
@@ -305,11 +261,11 @@ class TrialController:
         return out
 
     # -- reporting ------------------------------------------------------------------------------
-    def _with_progress(self, metrics: dict) -> dict:
+    def _with_progress(self, metrics: Metrics) -> Metrics:
         """`batches` and `epochs` (completed) added, unless the trial reports metrics of those names."""
         return {"batches": self.state.batches_trained, "epochs": self.state.epochs_trained, **metrics}
 
-    def _report_training(self, batch_metrics: list[dict]) -> None:
+    def _report_training(self, batch_metrics: list[Metrics]) -> None:
         if self.dist.size > 1:
             avg = reduce_columns(columns(batch_metrics), Reducer.AVG, self.dist.allgather, self.dist.size)
         else:
@@ -337,7 +293,7 @@ class TrialController:
         self.core.train.report_progress(fraction)
 
     # -- validation -----------------------------------------------------------------------------
-    def _validate(self) -> dict:
+    def _validate(self) -> Metrics:
         ctx = self.context
         started = time.monotonic()
         ctx.reset_reducers()
@@ -346,84 +302,23 @@ class TrialController:
         for cb in self.callbacks.values():
             cb.on_validation_start()
         with ckpt.rng_isolated(ctx), torch.no_grad():
-            metrics = self._evaluate_batches() if self.evaluate_batch_defined else self._evaluate_full()
+            metrics = self.evaluator.evaluate(self.callbacks.values())
             metrics.update({k: plain(v) for k, v in ctx.reduce_metrics(for_training=False).items()})
-        if self.dist.size > 1 and not self.evaluate_batch_defined:
+        if self.dist.size > 1 and not self.evaluator.per_batch:
             metrics = self.dist.broadcast(metrics)
         for cb in self.callbacks.values():
             cb.on_validation_end(metrics)
         self.state.last_val = self.state.batches_trained
         should_checkpoint = False
         if self.is_chief:
-            searcher_value = self._searcher_value(metrics)
-            before = self._best_before()
+            searcher_value = self.policy.searcher_value(metrics)
+            before = self.policy.best_before(self.state)
             self.core.train.report_validation_metrics(self.state.batches_trained, self._with_progress(metrics))
             _log.validated(self.state.batches_trained, time.monotonic() - started, metrics)
-            should_checkpoint = self._policy_says_checkpoint(searcher_value, before)
+            should_checkpoint = self.policy.says_checkpoint(searcher_value, before, self.state)
         if self.dist.broadcast(should_checkpoint) and not self._checkpoint_is_current():
             self._checkpoint()
         return metrics
-
-    def _evaluate_batches(self) -> dict:
-        for cb in self.callbacks.values():
-            cb.on_validation_epoch_start()
-        to_device = self.context.to_device if self.context.experimental._auto_to_device else (lambda b: b)
-        # A trial's evaluate_batch() may leave out the base class's batch_idx parameter (_eval_takes_idx says).
-        evaluate_batch: Callable[..., Any] = self.trial.evaluate_batch
-        outputs = []
-        for idx, batch in enumerate(self._val_loader):
-            batch = to_device(batch)
-            out = (evaluate_batch(batch=batch, batch_idx=idx) if self._eval_takes_idx
-                   else evaluate_batch(batch=batch))
-            if not isinstance(out, dict):
-                raise TypeError(f"evaluate_batch() must return a dict of metrics, got {type(out).__name__}")
-            outputs.append(out)
-            if self.s.test_mode:
-                break
-        if not outputs and self.dist.size == 1:
-            raise RuntimeError("the validation data loader yields no batches")
-        for cb in self.callbacks.values():
-            cb.on_validation_epoch_end(outputs)
-        return reduce_columns(columns(outputs), self.trial.evaluation_reducer(), self.dist.allgather, self.dist.size)
-
-    def _evaluate_full(self) -> dict:
-        if not self.is_chief:
-            return {}
-        out = self.trial.evaluate_full_dataset(data_loader=self._val_loader)
-        if not isinstance(out, dict):
-            raise TypeError(f"evaluate_full_dataset() must return a dict of metrics, got {type(out).__name__}")
-        return {k: plain(v) for k, v in out.items()}
-
-    def _searcher_value(self, metrics: dict) -> float | None:
-        name = self.s.searcher_metric
-        if not name:
-            return None
-        if name not in metrics:
-            if self.s.on_cluster or self._policy == "best":
-                raise RuntimeError(f"the searcher metric {name!r} is not among the validation metrics "
-                                   f"{sorted(metrics)}")
-            return None
-        value = metrics[name]
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise RuntimeError(f"the searcher metric {name!r} must be a number, got {value!r}")
-        return float(value)
-
-    def _best_before(self) -> float | None:
-        if self._policy != "best":
-            return None
-        if self.s.on_cluster:
-            return self.core.train.get_experiment_best_validation()
-        return self.state.best_validation
-
-    def _policy_says_checkpoint(self, value: float | None, before: float | None) -> bool:
-        if self._policy == "all":
-            return True
-        if self._policy != "best" or value is None:
-            return False
-        better = before is None or (value < before if self.s.smaller_is_better else value > before)
-        if better:
-            self.state.best_validation = value
-        return better
 
     # -- checkpoints ----------------------------------------------------------------------------
     def _checkpoint(self) -> None:
@@ -442,7 +337,7 @@ class TrialController:
         for cb in self.callbacks.values():
             cb.on_checkpoint_upload_end(uuid=uuid)
 
-    def _save(self, path: Any) -> None:
+    def _save(self, path: pathlib.Path) -> None:
         state = ckpt.build_state(self.context, self.callbacks)
         for cb in self.callbacks.values():
             cb.on_checkpoint_save_start(state)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import math
+import multiprocessing.context
 import random
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -16,7 +17,14 @@ from torch.utils.data._utils.collate import default_collate, default_convert
 
 log = logging.getLogger("stalwart.pytorch")
 
-TorchData = Any
+# A batch, as Determined names it (to_device() and the Trainer take any structure of tensors and arrays).
+TorchData = dict[str, torch.Tensor] | Sequence[torch.Tensor] | torch.Tensor
+# A user's collate_fn (torch's own type: a list of samples in, a batch of any structure out).
+CollateFn = Callable[[list[Any]], Any]
+Batches = list[list[int]]
+# A user's sampler and batch_sampler (torch's types).
+_Sampler = torch.utils.data.Sampler[Any] | Iterable[Any] | None
+_BatchSampler = torch.utils.data.Sampler[list[int]] | Iterable[Sequence[int]] | None
 
 _SEED_MIX = 0x9E3779B97F4A7C15  # any odd 64-bit constant: spreads (seed, epoch) pairs apart
 
@@ -28,10 +36,10 @@ def _epoch_seed(seed: int, epoch: int) -> int:
 class _Unbatched:
     """collate_fn for batch_size=None: each 'batch' is one index, passed through the user's function."""
 
-    def __init__(self, fn: Callable) -> None:
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
         self.fn = fn
 
-    def __call__(self, samples: list) -> Any:
+    def __call__(self, samples: list[Any]) -> Any:
         return self.fn(samples[0])
 
 
@@ -45,15 +53,16 @@ class _BatchPlan:
     def __init__(self, loader: DataLoader, seed: int) -> None:
         self.seed = seed
         self._loader = loader
-        self._n = len(loader.dataset) if loader._user_sampler is None and loader._user_batch_sampler is None else None
+        self._n = (len(cast(Sized, loader.dataset)) if loader._user_sampler is None
+                   and loader._user_batch_sampler is None else None)
         self.random_access = self._n is not None
 
-    def epoch(self, e: int) -> list[list[int]]:
+    def epoch(self, e: int) -> Batches:
         loader = self._loader
         if loader._user_batch_sampler is not None:
             return [list(b) for b in loader._user_batch_sampler]
         if self._n is None:
-            indices = list(loader._user_sampler)
+            indices = list(cast(Iterable[int], loader._user_sampler))
         elif loader.shuffle:
             gen = torch.Generator().manual_seed(_epoch_seed(self.seed, e))
             indices = torch.randperm(self._n, generator=gen).tolist()
@@ -61,7 +70,7 @@ class _BatchPlan:
             indices = list(range(self._n))
         return self._chunk(indices)
 
-    def _chunk(self, indices: list[int]) -> list[list[int]]:
+    def _chunk(self, indices: list[int]) -> Batches:
         size = self._loader.batch_size
         if size is None:
             return [[i] for i in indices]
@@ -73,13 +82,13 @@ class _BatchPlan:
     def length(self) -> int:
         loader = self._loader
         if loader._user_batch_sampler is not None:
-            return len(loader._user_batch_sampler)
-        n = self._n if self._n is not None else len(loader._user_sampler)
+            return len(cast(Sized, loader._user_batch_sampler))
+        n = self._n if self._n is not None else len(cast(Sized, loader._user_sampler))
         size = loader.batch_size or 1
         return n // size if loader.drop_last else math.ceil(n / size)
 
 
-def _shard(batches: list, num_replicas: int, rank: int, pad: bool) -> list:
+def _shard(batches: Batches, num_replicas: int, rank: int, pad: bool) -> Batches:
     """Every num_replicas-th batch from `rank`; with `pad`, wrap around so every rank gets as many."""
     if num_replicas == 1:
         return batches
@@ -89,7 +98,7 @@ def _shard(batches: list, num_replicas: int, rank: int, pad: bool) -> list:
     return batches[rank::num_replicas]
 
 
-class _ResumableBatchSampler(torch.utils.data.Sampler):
+class _ResumableBatchSampler(torch.utils.data.Sampler[list[int]]):
     """Yields this rank's batches from epoch `first_epoch` on, skipping `skip` batches, forever if `repeat`."""
 
     def __init__(self, plan: _BatchPlan, *, repeat: bool, skip: int, num_replicas: int, rank: int,
@@ -107,7 +116,7 @@ class _ResumableBatchSampler(torch.utils.data.Sampler):
     def __len__(self) -> int:
         return self._len
 
-    def _batches(self, epoch: int) -> list:
+    def _batches(self, epoch: int) -> Batches:
         return _shard(self.plan.epoch(epoch), self.num_replicas, self.rank, pad=self.repeat)
 
     def __iter__(self) -> Iterator[list[int]]:
@@ -137,10 +146,12 @@ class DataLoader:
     that never stopped. Iterated directly (outside the Trainer) it behaves like torch's DataLoader.
     """
 
-    def __init__(self, dataset: Any, batch_size: int | None = 1, shuffle: bool | None = None, sampler: Any = None,
-                 batch_sampler: Any = None, num_workers: int = 0, collate_fn: Callable | None = None,
+    def __init__(self, dataset: torch.utils.data.Dataset[Any], batch_size: int | None = 1,
+                 shuffle: bool | None = None, sampler: _Sampler = None, batch_sampler: _BatchSampler = None,
+                 num_workers: int = 0, collate_fn: CollateFn | None = None,
                  pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
-                 worker_init_fn: Callable | None = None, multiprocessing_context: Any = None,
+                 worker_init_fn: Callable[[int], None] | None = None,
+                 multiprocessing_context: str | multiprocessing.context.BaseContext | None = None,
                  generator: torch.Generator | None = None, *, prefetch_factor: int | None = None,
                  persistent_workers: bool = False, pin_memory_device: str = "", in_order: bool = True) -> None:
         if isinstance(dataset, IterableDataset):
@@ -157,9 +168,9 @@ class DataLoader:
             collate_fn = default_convert if self.batch_size is None and batch_sampler is None else default_collate
         if self.batch_size is None and batch_sampler is None:
             collate_fn = _Unbatched(collate_fn)
-        self.collate_fn = collate_fn
+        self.collate_fn: CollateFn = collate_fn
         self.generator = generator
-        self._torch_kwargs = dict(
+        self._torch_kwargs: dict[str, Any] = dict(
             num_workers=num_workers, pin_memory=pin_memory, timeout=timeout, worker_init_fn=worker_init_fn,
             multiprocessing_context=multiprocessing_context, prefetch_factor=prefetch_factor,
             persistent_workers=persistent_workers, pin_memory_device=pin_memory_device, in_order=in_order,
@@ -169,7 +180,7 @@ class DataLoader:
         self._epochs_iterated = 0
 
     def get_data_loader(self, repeat: bool = False, skip: int = 0, num_replicas: int = 1, rank: int = 0, *,
-                        seed: int | None = None, first_epoch: int = 0) -> torch.utils.data.DataLoader:
+                        seed: int | None = None, first_epoch: int = 0) -> torch.utils.data.DataLoader[Any]:
         """The torch DataLoader for one rank: `repeat` epochs forever, starting `skip` batches in."""
         seed = self._default_seed if seed is None else int(seed)
         sampler = _ResumableBatchSampler(_BatchPlan(self, seed), repeat=repeat, skip=skip,
@@ -179,7 +190,7 @@ class DataLoader:
         return torch.utils.data.DataLoader(self.dataset, batch_sampler=sampler, collate_fn=self.collate_fn,
                                            generator=generator, **self._torch_kwargs)
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[Any]:
         epoch = self._epochs_iterated
         self._epochs_iterated += 1
         return iter(self.get_data_loader(first_epoch=epoch))
@@ -188,7 +199,8 @@ class DataLoader:
         return _BatchPlan(self, self._default_seed).length()
 
 
-def _check_arguments(batch_size, shuffle, sampler, batch_sampler, drop_last, num_workers, timeout) -> None:
+def _check_arguments(batch_size: int | None, shuffle: bool | None, sampler: object, batch_sampler: object,
+                     drop_last: bool, num_workers: int, timeout: float) -> None:
     if num_workers < 0:
         raise ValueError("num_workers must be >= 0 (0 loads data in the main process)")
     if timeout < 0:
@@ -201,7 +213,7 @@ def _check_arguments(batch_size, shuffle, sampler, batch_sampler, drop_last, num
         raise ValueError("batch_size=None disables batching and is mutually exclusive with drop_last")
 
 
-def _user_samplers(sampler: Any, batch_sampler: Any) -> tuple[Any, Any]:
+def _user_samplers(sampler: _Sampler, batch_sampler: _BatchSampler) -> tuple[_Sampler, _BatchSampler]:
     """Keep only samplers that change the order: torch's own Sequential/Random samplers become ours."""
     if isinstance(sampler, SequentialSampler):
         sampler = None
@@ -226,8 +238,11 @@ def data_length(data: Any) -> int:
     raise TypeError(f"cannot tell the batch size of a {type(data).__name__}; override get_batch_length()")
 
 
-def to_device(data: Any, device: torch.device, warned_types: set | None = None) -> Any:
-    """Move tensors (and numpy arrays, as tensors) inside dicts, lists and tuples to `device`."""
+def to_device(data: Any, device: torch.device, warned_types: set[type] | None = None) -> Any:
+    """Move tensors (and numpy arrays, as tensors) inside dicts, lists and tuples to `device`.
+
+    `data` is a user's batch of any structure (Any, as in Determined's signature).
+    """
     if isinstance(data, torch.Tensor):
         return data.to(device)
     if isinstance(data, dict):

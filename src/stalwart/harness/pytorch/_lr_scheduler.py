@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from typing import Any
 
+import torch
+
 
 class LRScheduler:
     """Wraps a torch scheduler; `context.wrap_lr_scheduler` makes these and the Trainer steps them."""
@@ -15,7 +17,8 @@ class LRScheduler:
         MANUAL_STEP = 3
         STEP_EVERY_OPTIMIZER_STEP = 4
 
-    def __init__(self, scheduler: Any, step_mode: LRScheduler.StepMode, frequency: int = 1) -> None:
+    def __init__(self, scheduler: torch.optim.lr_scheduler.LRScheduler, step_mode: LRScheduler.StepMode,
+                 frequency: int = 1) -> None:
         if not isinstance(step_mode, LRScheduler.StepMode):
             raise TypeError(f"step_mode must be an LRScheduler.StepMode, got {step_mode!r}")
         if not isinstance(frequency, int) or frequency < 1:
@@ -25,19 +28,19 @@ class LRScheduler:
         self._frequency = frequency
 
     @property
-    def scheduler(self) -> Any:
+    def scheduler(self) -> torch.optim.lr_scheduler.LRScheduler:
         return self._scheduler
 
     def step(self, *args: Any, **kwargs: Any) -> None:
         self._scheduler.step(*args, **kwargs)
 
-    def get_last_lr(self) -> list[float]:
+    def get_last_lr(self) -> list[float | torch.Tensor]:
         return self._scheduler.get_last_lr()
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return self._scheduler.state_dict()
 
-    def load_state_dict(self, state_dict: dict) -> None:
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self._scheduler.load_state_dict(state_dict)
 
     def auto_step(self, batch_idx: int, epoch_len: int, aggregation_frequency: int) -> None:

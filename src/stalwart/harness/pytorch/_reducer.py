@@ -11,6 +11,11 @@ from typing import Any
 import numpy as np
 import torch
 
+# A metric value (a tensor, an array, a number...) and the metrics of a batch or a period, by name.
+Metrics = dict[str, Any]
+# The DistributedContext's allgather: every rank's value, in rank order.
+AllGather = Callable[[Any], list[Any]]
+
 
 class Reducer(enum.Enum):
     """How per-batch evaluation metrics are combined into one value."""
@@ -30,10 +35,10 @@ class MetricReducer(abc.ABC):
 
     @abc.abstractmethod
     def per_slot_reduce(self) -> Any:
-        """This slot's picklable partial result."""
+        """This slot's picklable partial result (of any type the reducer chooses)."""
 
     @abc.abstractmethod
-    def cross_slot_reduce(self, per_slot_metrics: list) -> Any:
+    def cross_slot_reduce(self, per_slot_metrics: list[Any]) -> Any:
         """The final metric (or a dict of metrics when wrapped without a name) from every slot's partial."""
 
 
@@ -42,9 +47,9 @@ class _SimpleReducer(MetricReducer):
 
     _MISSING = object()
 
-    def __init__(self, fn: Callable[[list], Any]) -> None:
+    def __init__(self, fn: Callable[[list[Any]], Any]) -> None:
         self.fn = fn
-        self.values: list = []
+        self.values: list[Any] = []
 
     def reset(self) -> None:
         self.values = []
@@ -55,7 +60,7 @@ class _SimpleReducer(MetricReducer):
     def per_slot_reduce(self) -> Any:
         return self.values
 
-    def cross_slot_reduce(self, per_slot_metrics: list) -> Any:
+    def cross_slot_reduce(self, per_slot_metrics: list[Any]) -> Any:
         # Interleave the slots' lists to undo the round-robin sharding of batches.
         flat = [v for row in itertools.zip_longest(*per_slot_metrics, fillvalue=self._MISSING)
                 for v in row if v is not self._MISSING]
@@ -67,13 +72,13 @@ class _Wrapped:
         self.reducer, self.name = reducer, name
         self.for_training, self.for_validation = for_training, for_validation
 
-    def _call(self, what: str, fn: Callable, *args: Any) -> Any:
+    def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
         try:
             return fn(*args)
         except Exception as err:
             raise ValueError(f"reducer {type(self.reducer).__name__} (name={self.name!r}) failed in {what}()") from err
 
-    def reduce(self, allgather: Callable[[Any], list]) -> dict:
+    def reduce(self, allgather: AllGather) -> Metrics:
         partial = self._call("per_slot_reduce", self.reducer.per_slot_reduce)
         value = self._call("cross_slot_reduce", self.reducer.cross_slot_reduce, allgather(partial))
         if self.name is None:
@@ -90,11 +95,12 @@ class _Wrapped:
 class ReducerRegistry:
     """The reducers a trial registered with `context.wrap_reducer`."""
 
-    def __init__(self, allgather: Callable[[Any], list]) -> None:
+    def __init__(self, allgather: AllGather) -> None:
         self._allgather = allgather
         self._wrapped: list[_Wrapped] = []
 
-    def wrap_reducer(self, reducer: Callable | MetricReducer, name: str | None = None, for_training: bool = True,
+    def wrap_reducer(self, reducer: Callable[[list[Any]], Any] | MetricReducer, name: str | None = None,
+                     for_training: bool = True,
                      for_validation: bool = True) -> MetricReducer:
         if not isinstance(reducer, MetricReducer):
             if not callable(reducer):
@@ -110,8 +116,8 @@ class ReducerRegistry:
         for w in self._wrapped:
             w._call("reset", w.reducer.reset)
 
-    def reduce_metrics(self, for_training: bool) -> dict:
-        out: dict = {}
+    def reduce_metrics(self, for_training: bool) -> Metrics:
+        out: Metrics = {}
         for w in self._wrapped:
             if w.for_training if for_training else w.for_validation:
                 out.update(w.reduce(self._allgather))
@@ -123,7 +129,7 @@ class ReducerRegistry:
 
 # -- per-batch metrics ----------------------------------------------------------------------------
 
-def _column(values: list) -> np.ndarray:
+def _column(values: list[Any]) -> np.ndarray[Any, Any]:
     """One metric over batches as an array (first axis = batch): one device sync for tensors."""
     if all(isinstance(v, torch.Tensor) for v in values):
         stacked = torch.stack([v.detach() for v in values])
@@ -133,7 +139,7 @@ def _column(values: list) -> np.ndarray:
     return np.asarray([v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v for v in values])
 
 
-def _local(reducer: Reducer, col: np.ndarray) -> Any:
+def _local(reducer: Reducer, col: np.ndarray[Any, Any]) -> Any:
     if reducer is Reducer.AVG:
         return col.mean(axis=0)
     if reducer is Reducer.SUM:
@@ -162,7 +168,7 @@ def plain(value: Any) -> Any:
     return value
 
 
-def columns(batch_metrics: list[dict]) -> dict[str, np.ndarray]:
+def columns(batch_metrics: list[Metrics]) -> dict[str, np.ndarray[Any, Any]]:
     """Per-batch metric dicts as one array per metric name (names must match across batches)."""
     if not batch_metrics:
         return {}
@@ -173,8 +179,8 @@ def columns(batch_metrics: list[dict]) -> dict[str, np.ndarray]:
     return {k: _column([m[k] for m in batch_metrics]) for k in keys}
 
 
-def reduce_columns(cols: dict[str, np.ndarray], reducers: Reducer | dict[str, Reducer],
-                   allgather: Callable[[Any], list] | None = None, world_size: int = 1) -> dict:
+def reduce_columns(cols: dict[str, np.ndarray[Any, Any]], reducers: Reducer | dict[str, Reducer],
+                   allgather: AllGather | None = None, world_size: int = 1) -> Metrics:
     """Reduce each metric over batches and, with several ranks, across ranks (AVG weighted by batches)."""
     per_key = _per_key_reducers(reducers, cols.keys())
     local = {k: (_local(per_key[k], col), len(col)) for k, col in cols.items()}
@@ -197,7 +203,7 @@ def _per_key_reducers(reducers: Reducer | dict[str, Reducer], keys: Iterable[str
     return {k: Reducer(v) for k, v in reducers.items()}
 
 
-def average_batches(batch_metrics: list[dict]) -> dict:
+def average_batches(batch_metrics: list[Metrics]) -> Metrics:
     """The mean of each metric over one rank's batches (the training report), with one op per metric.
 
     Scalar tensors, the usual case, are averaged in torch: this runs once per reporting period,
@@ -206,7 +212,7 @@ def average_batches(batch_metrics: list[dict]) -> dict:
     if not batch_metrics:
         return {}
     keys = batch_metrics[0].keys()
-    out: dict = {}
+    out: Metrics = {}
     for k in keys:
         try:
             values = [m[k] for m in batch_metrics]
@@ -219,7 +225,7 @@ def average_batches(batch_metrics: list[dict]) -> dict:
     return out
 
 
-def batch_rows(cols: dict[str, np.ndarray]) -> list[dict]:
+def batch_rows(cols: dict[str, np.ndarray[Any, Any]]) -> list[Metrics]:
     """The per-batch metrics back as a list of dicts of plain values."""
     if not cols:
         return []

@@ -6,8 +6,8 @@ import contextlib
 import logging
 import os
 import random
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, TypedDict
 
 import numpy as np
 import torch
@@ -23,6 +23,16 @@ from stalwart.harness.pytorch._units import NEVER, Batch, TrainUnit, from_length
 log = logging.getLogger("stalwart.pytorch")
 
 CHECKPOINT_POLICIES = ("best", "all", "none")
+
+
+class _RunSettings(TypedDict):
+    """The FitSettings that depend on where the trial runs (on a cluster or off it)."""
+
+    max_length: TrainUnit
+    latest_checkpoint: str | None
+    trial_id: int
+    searcher_metric: str | None
+    smaller_is_better: bool
 
 
 def _set_random_seeds(seed: int) -> None:
@@ -51,9 +61,10 @@ def _trial_info(info: ClusterInfo | None) -> TrialInfo | None:
 
 
 @contextlib.contextmanager
-def init(*, hparams: dict | None = None, exp_conf: dict | None = None,
+def init(*, hparams: dict[str, Any] | None = None, exp_conf: dict[str, Any] | None = None,
          distributed: core.DistributedContext | None = None, aggregation_frequency: int = 1,
-         enable_tensorboard_logging: bool = True, checkpoint_storage: Any = None) -> Iterator[PyTorchTrialContext]:
+         enable_tensorboard_logging: bool = True,
+         checkpoint_storage: core.CheckpointStorage = None) -> Iterator[PyTorchTrialContext]:
     """`with stalwart.pytorch.init(...) as context:` a PyTorchTrialContext on top of `core.init()`.
 
     On a cluster, the experiment config, trial seed and (unless given) hyperparameters come from the
@@ -127,32 +138,30 @@ class Trainer:
             log.warning("profiling_enabled: system metrics profiling is not available in this release")
         settings = self._on_cluster_settings(*self._cluster, max_length, latest_checkpoint, test_mode) \
             if self._cluster is not None else self._local_settings(max_length, latest_checkpoint)
-        settings.update(
+        fit_settings = FitSettings(
+            **settings,
             validation_period=validation_period or NEVER, checkpoint_period=checkpoint_period or NEVER,
             reporting_period=reporting_period or NEVER, checkpoint_policy=checkpoint_policy,
             step_zero_validation=step_zero_validation, test_mode=test_mode, on_cluster=self._on_cluster,
             data_seed=self._context._trial_seed if self._context._trial_seed is not None else 0,
         )
-        controller = TrialController(self._trial, self._context, FitSettings(**settings))
+        controller = TrialController(self._trial, self._context, fit_settings)
         try:
             controller.run()
         finally:
             self.checkpoints.extend(controller.checkpoints)
 
-    def _searcher_settings(self, conf: dict | None) -> dict:
-        conf = conf or {}
-        return {"searcher_metric": views.searcher_metric(conf), "smaller_is_better": views.smaller_is_better(conf)}
-
-    def _local_settings(self, max_length: TrainUnit | None, latest_checkpoint: str | None) -> dict:
+    def _local_settings(self, max_length: TrainUnit | None, latest_checkpoint: str | None) -> _RunSettings:
         if max_length is None:
             raise ValueError("max_length is required off-cluster, e.g. fit(max_length=Epoch(5))")
         if not isinstance(max_length.value, int):
             raise TypeError("max_length must be Batch(n) or Epoch(n) with an int n")
+        conf = self._context._exp_conf or {}
         return {"max_length": max_length, "latest_checkpoint": latest_checkpoint, "trial_id": 0,
-                **self._searcher_settings(self._context._exp_conf)}
+                "searcher_metric": views.searcher_metric(conf), "smaller_is_better": views.smaller_is_better(conf)}
 
     def _on_cluster_settings(self, info: ClusterInfo, trial: TrialInfo, max_length: TrainUnit | None,
-                             latest_checkpoint: str | None, test_mode: bool) -> dict:
+                             latest_checkpoint: str | None, test_mode: bool) -> _RunSettings:
         if test_mode:
             raise ValueError("test_mode is for off-cluster runs only")
         config = trial._config
@@ -162,10 +171,10 @@ class Trainer:
         if latest_checkpoint is None:
             latest_checkpoint = info.latest_checkpoint
         return {"max_length": max_length, "latest_checkpoint": latest_checkpoint, "trial_id": int(trial.trial_id),
-                **self._searcher_settings(config)}
+                "searcher_metric": views.searcher_metric(config), "smaller_is_better": views.smaller_is_better(config)}
 
 
-def legacy_max_length(config: dict, target_length: int | None = None,
+def legacy_max_length(config: Mapping[str, Any], target_length: int | None = None,
                       global_batch_size: int | None = None) -> TrainUnit:
     """`searcher.max_length` (or this trial's searcher target in its unit) as a TrainUnit."""
     length = views.max_length(config)

@@ -14,18 +14,22 @@ from stalwart.harness.pytorch._reducer import Reducer
 
 
 class PyTorchTrial(abc.ABC):
-    """A trial: wrap models/optimizers in `__init__`, then the Trainer calls the methods below."""
+    """A trial: wrap models/optimizers in `__init__`, then the Trainer calls the methods below.
+
+    A `batch` is whatever the trial's data loader yields: it is typed Any so that a subclass may
+    annotate its own batch type (a narrower parameter type than the base's would break overriding).
+    """
 
     @abc.abstractmethod
     def __init__(self, context: PyTorchTrialContext) -> None:
         """Build and wrap models (`context.wrap_model`), optimizers and LR schedulers."""
 
     @abc.abstractmethod
-    def build_training_data_loader(self) -> DataLoader | torch.utils.data.DataLoader:
+    def build_training_data_loader(self) -> DataLoader | torch.utils.data.DataLoader[Any]:
         """The training data, as a stalwart.pytorch.DataLoader (sharded, repeated and resumed for you)."""
 
     @abc.abstractmethod
-    def build_validation_data_loader(self) -> DataLoader | torch.utils.data.DataLoader:
+    def build_validation_data_loader(self) -> DataLoader | torch.utils.data.DataLoader[Any]:
         """The validation data."""
 
     @abc.abstractmethod
@@ -36,7 +40,7 @@ class PyTorchTrial(abc.ABC):
         """Metrics of one validation batch; the Trainer reduces them with `evaluation_reducer()`."""
         raise NotImplementedError("define evaluate_batch() or evaluate_full_dataset()")
 
-    def evaluate_full_dataset(self, data_loader: torch.utils.data.DataLoader) -> dict[str, Any]:
+    def evaluate_full_dataset(self, data_loader: torch.utils.data.DataLoader[Any]) -> dict[str, Any]:
         """Metrics of the whole validation set (runs on the chief only); replaces evaluate_batch()."""
         raise NotImplementedError("define evaluate_batch() or evaluate_full_dataset()")
 

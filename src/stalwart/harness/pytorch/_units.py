@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections import abc
-from typing import Any
 
 from stalwart.config import Length, parse_length
 
@@ -12,7 +11,7 @@ from stalwart.config import Length, parse_length
 class TrainUnit:
     """A period (`value` an int: every `value` units) or a schedule (`value` a container of unit counts)."""
 
-    def __init__(self, value: int | abc.Container) -> None:
+    def __init__(self, value: int | abc.Container[int]) -> None:
         if isinstance(value, (bool, str, bytes)) or not isinstance(value, (int, abc.Container)):
             raise TypeError(f"{type(self).__name__} takes an int or a container of ints, got {value!r}")
         self.value = value
@@ -20,8 +19,8 @@ class TrainUnit:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.value!r})"
 
-    def __eq__(self, other: Any) -> bool:
-        return type(other) is type(self) and other.value == self.value
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and isinstance(other, TrainUnit) and other.value == self.value
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, repr(self.value)))
@@ -51,7 +50,7 @@ class Epoch(TrainUnit):
 NEVER = Batch(sys.maxsize)
 
 
-def from_length(length: Length | dict | Any, global_batch_size: int | None = None, *,
+def from_length(length: Length | dict[str, int] | int, global_batch_size: int | None = None, *,
                 records_per_epoch: int = 0, zero_is_never: bool = False) -> TrainUnit | None:
     """A config length (`{batches|records|epochs: n}` or a Length) as a TrainUnit.
 

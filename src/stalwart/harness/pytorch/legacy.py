@@ -18,21 +18,21 @@ import pathlib
 import re
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from stalwart.config import load_experiment_config, resolve_const_hparams, views
 from stalwart.harness.info import get_cluster_info
 from stalwart.harness.pytorch._log import LOG_FORMAT
 from stalwart.harness.pytorch._trainer import Trainer, init, legacy_max_length
 from stalwart.harness.pytorch._trial import PyTorchTrial
-from stalwart.harness.pytorch._units import Batch, from_length
+from stalwart.harness.pytorch._units import Batch, TrainUnit, from_length
 
 log = logging.getLogger("stalwart.pytorch")
 
 SPEC = re.compile(r"^(?:(?P<module>[A-Za-z_][\w.]*):)?(?P<qualname>[A-Za-z_][\w.]*)$")
 
 
-def load_trial_class(spec: str, context_dir: str | os.PathLike = ".") -> type:
+def load_trial_class(spec: str, context_dir: str | os.PathLike[str] = ".") -> type[PyTorchTrial]:
     """The class named by `module:Class`, `pkg.mod:Outer.Inner`, or a bare `Class` from the root __init__.py."""
     match = SPEC.match(spec.strip())
     if match is None:
@@ -66,18 +66,31 @@ def _import_root_package(root: str) -> Any:
     return module
 
 
-def _section(config: Mapping, key: str) -> Mapping:
+class FitArguments(TypedDict):
+    """Trainer.fit()'s keyword arguments, as the deprecated config keys give them."""
+
+    max_length: TrainUnit
+    checkpoint_period: TrainUnit | None
+    validation_period: TrainUnit | None
+    reporting_period: TrainUnit
+    checkpoint_policy: str
+    step_zero_validation: bool
+    profiling_enabled: bool
+    latest_checkpoint: str | None
+
+
+def _section(config: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = config.get(key)
     return value if isinstance(value, Mapping) else {}
 
 
-def fit_arguments(config: Mapping, *, global_batch_size: int | None = None, target_length: int | None = None,
-                  latest_checkpoint: str | None = None) -> dict:
+def fit_arguments(config: Mapping[str, Any], *, global_batch_size: int | None = None,
+                  target_length: int | None = None, latest_checkpoint: str | None = None) -> FitArguments:
     """Trainer.fit() keyword arguments from the deprecated config keys."""
     gbs = global_batch_size or views.global_batch_size(config)
     rpe = views.records_per_epoch(config)
 
-    def period(key: str) -> Any:
+    def period(key: str) -> TrainUnit | None:
         value = config.get(key)
         return None if value is None else from_length(value, gbs, records_per_epoch=rpe, zero_is_never=True)
 

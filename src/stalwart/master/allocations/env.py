@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 import urllib.parse
+from collections.abc import Mapping
+from typing import Any
 
 from stalwart.master.identity import sessions
 from stalwart.master.queries import users as user_rows
-from stalwart.master.queries.rows import Conn
+from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master
 
 
-def owner_session(m: Master, conn: Conn, alloc, owner: str) -> str | None:
+def owner_session(m: Master, conn: Conn, alloc: Row, owner: str) -> str | None:
     """The owner's session for this allocation's tasks (None when the owner has no active account)."""
     return sessions.task_session(m, conn, owner, alloc["id"])
 
@@ -27,13 +29,13 @@ def secrets_of(m: Master, allocation_id: str) -> list[str]:
     return [m.allocation_token(allocation_id), sessions.task_token(m, allocation_id)]
 
 
-def run_as(conn: Conn, owner: str, project_id: int | None) -> dict | None:
+def run_as(conn: Conn, owner: str, project_id: int | None) -> dict[str, Any] | None:
     """The OS user the task runs as on a root agent: the owner's link, else its workspace's default, else None."""
     return user_rows.agent_user_of(conn, owner, project_id)
 
 
-def base_env(m: Master, alloc, token: str, owner: str, task_id: str, task_type: str, container: dict,
-             user_token: str | None) -> dict:
+def base_env(m: Master, alloc: Row, token: str, owner: str, task_id: str, task_type: str,
+             container: Mapping[str, Any], user_token: str | None) -> dict[str, str]:
     """The environment every task container gets: where the master is, who it is, its slots."""
     host, port = _host_port(m.settings.url)
     env = {

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stalwart.api.states import ExitReason
+from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master
 
 TRIAL, COMMAND = "trial", "command"
@@ -20,9 +21,9 @@ class TaskKind:
     """What allocations need from the domain that owns a kind of task."""
 
     name: str
-    start_order: Callable[[Master, Any, Any, dict], dict]
+    start_order: Callable[[Master, Conn, Row, dict[str, Any]], dict[str, Any]]
     """(m, conn, allocation row, container row) → everything an agent needs to launch that container."""
-    on_ended: Callable[[Master, Any, Any, int | None, ExitReason], None]
+    on_ended: Callable[[Master, Conn, Row, int | None, ExitReason], None]
     """(m, conn, allocation row as it was, exit code, reason): the run has ended; move the task on."""
 
 
@@ -34,7 +35,7 @@ def register(kind: TaskKind) -> None:
     _KINDS[kind.name] = kind
 
 
-def kind_of(alloc) -> str | None:
+def kind_of(alloc: Row) -> str | None:
     """Which kind of task an allocation runs: a command's, a trial's, or none."""
     if alloc["command_id"] is not None:
         return COMMAND

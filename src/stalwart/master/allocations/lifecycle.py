@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from stalwart.api.errors import InvalidRequest
+from stalwart.api.models.allocations import StartedAnswer
 from stalwart.api.states import AllocationState as A, ExitReason
 from stalwart.master.allocations import containers, kinds, root_guard
 from stalwart.master.identity import sessions
@@ -61,14 +62,14 @@ def _container(conn: Conn, agent_id: str, allocation_id: str) -> dict[str, Any]:
     raise InvalidRequest(f"allocation {allocation_id} is not assigned to agent {agent_id}")
 
 
-def mark_started(m: Master, agent_id: str, allocation_id: str, pid: int | None) -> dict[str, bool]:
+def mark_started(m: Master, agent_id: str, allocation_id: str, pid: int | None) -> StartedAnswer:
     with m.db.begin() as conn:
         alloc = allocation_rows.get(conn, allocation_id)
         c = _container(conn, agent_id, allocation_id)
         if alloc["state"] == A.TERMINATED.value or alloc["kill_requested"] or c["state"] == containers.KILLING:
-            return {"kill": True}
+            return StartedAnswer(kill=True)
         container_started(conn, allocation_id, agent_id, pid)
-    return {"kill": False}
+    return StartedAnswer(kill=False)
 
 
 def mark_exited(m: Master, agent_id: str, allocation_id: str, exit_code: int | None, agent_lost: bool = False) -> None:

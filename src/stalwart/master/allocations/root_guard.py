@@ -21,11 +21,11 @@ from stalwart.master.service import Master
 SETTINGS = "security.allow_root_tasks (or resource_pools[].allow_root_tasks) in the master config"
 
 
-def is_root(uid: Any, gid: Any) -> bool:
+def is_root(uid: object, gid: object) -> bool:
     return uid == 0 or gid == 0
 
 
-def check_link(m: Master, uid: Any, gid: Any, where: str) -> None:
+def check_link(m: Master, uid: object, gid: object, where: str) -> None:
     """400 when a link (`where`: the request field, e.g. `agentUserGroup`) names uid 0 or gid 0 and no pool of
     the cluster may run root tasks."""
     if not is_root(uid, gid) or m.settings.cluster.root_tasks_allowed():

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stalwart.api.errors import InvalidRequest, InvalidStateError
+from stalwart.api.models.agents import Agent
 from stalwart.api.states import AllocationState as A
 from stalwart.master import views as mviews
 from stalwart.master.allocations import containers, lifecycle
@@ -124,7 +125,7 @@ def _kill_sent(m: Master, allocation_id: str, agent_id: str) -> bool:
     return False
 
 
-def set_enabled(m: Master, agent_id: str, enabled: bool, drain: bool = False) -> dict[str, Any]:
+def set_enabled(m: Master, agent_id: str, enabled: bool, drain: bool = False) -> Agent:
     """Enable an agent, or disable it: with `drain` its tasks finish and nothing new starts there;
     without, its trials are preempted (they checkpoint and resume elsewhere) and its commands killed."""
     with m.db.begin() as conn:
@@ -142,4 +143,4 @@ def set_enabled(m: Master, agent_id: str, enabled: bool, drain: bool = False) ->
         row = agent_rows.get(conn, agent_id)
         used = containers.used_slots(conn)
     m.wake_scheduler()
-    return mviews.agent(row, len(used.get(agent_id, ())))
+    return Agent.model_validate(mviews.agent(row, len(used.get(agent_id, ()))))

@@ -11,8 +11,9 @@ one for it once (unless enrollment is `closed`), so upgrades keep working. An an
 again only to the agent process it was issued to (its incarnation, or the one that took over its work directory),
 and only while the credential has never been used.
 
-Checks read a cache of the credentials seen (hash -> `Known`), filled from the database on a miss and cleared on
-every change (issue, revoke), as the user sessions' cache is: a revoked credential is refused from the next call.
+Checks read a cache of the credentials seen (hash -> `service.KnownCredential`), filled from the database on a
+miss and cleared on every change (issue, revoke), as the user sessions' cache is: a revoked credential is refused
+from the next call.
 `last_used` is written at most once a minute per credential. (One master process; see ARCHITECTURE.md.)
 """
 
@@ -20,17 +21,16 @@ from __future__ import annotations
 
 import re
 import secrets
-from dataclasses import dataclass
-from typing import Any
 
 from fastapi import Request
 
 from stalwart.api.errors import AuthError, ForbiddenError, NotFoundError
-from stalwart.master.auth import tokens
+from stalwart.api.models.agents import AgentCredential
+from stalwart.master.identity import tokens
 from stalwart.master.log_rows import Row as LogRow
 from stalwart.master.queries import agent_credentials as q, agents as agent_rows
 from stalwart.master.queries.rows import Conn, Row
-from stalwart.master.service import Master, now
+from stalwart.master.service import KnownCredential, Master, now
 
 ENROLL_PATH = "/api/v1/agents"
 CREDENTIAL_FILE = "agent-credential.json"  # in the agent's work directory (agent/credential.py writes it)
@@ -48,15 +48,6 @@ class InProcess:
 
 
 IN_PROCESS = InProcess()
-
-
-@dataclass
-class Known:
-    """A credential the master has seen: whose, whether revoked, and when its use was last written."""
-
-    agent_id: str
-    revoked_at: float | None
-    used_written: float
 
 
 # -- the check of each agent call -----------------------------------------------------------------------------
@@ -108,7 +99,7 @@ def agent_of(m: Master, credential: str) -> str:
                                  f"remove {CREDENTIAL_FILE} from the agent's work directory to enroll it again)")
         if len(m.agent_credential_cache) >= _CACHE_MAX:
             m.agent_credential_cache.clear()
-        known = Known(row["agent_id"], row["revoked_at"], row["last_used"] or 0.0)
+        known = KnownCredential(row["agent_id"], row["revoked_at"], row["last_used"] or 0.0)
         m.agent_credential_cache[token_hash] = known
     if known.revoked_at is not None:
         raise ForbiddenError(f"agent {known.agent_id}'s credential was revoked by an admin; this agent is cut off "
@@ -118,7 +109,7 @@ def agent_of(m: Master, credential: str) -> str:
     return known.agent_id
 
 
-def _note_use(m: Master, known: Known) -> None:
+def _note_use(m: Master, known: KnownCredential) -> None:
     at = now()
     if at - known.used_written < USE_RESOLUTION_S:
         return
@@ -222,20 +213,20 @@ def _issue(m: Master, conn: Conn, agent_id: str, incarnation: str | None) -> str
 # -- what admins do -------------------------------------------------------------------------------------------------
 
 
-def listing(m: Master) -> list[dict[str, Any]]:
+def listing(m: Master) -> list[AgentCredential]:
     """Every agent's credential as admins see it (never the credential itself), by agent id."""
     with m.db.begin() as conn:
         rows = q.with_agents(conn)
     return [_view(r) for r in rows]
 
 
-def _view(r: Row) -> dict[str, Any]:
+def _view(r: Row) -> AgentCredential:
     state = "none" if r["created_at"] is None else "revoked" if r["revoked_at"] is not None else "active"
-    return {"agent_id": r["agent_id"], "state": state, "created_at": r["created_at"], "last_used": r["last_used"],
-            "revoked_at": r["revoked_at"], "reenroll": bool(r["reenroll"]), "registered": bool(r["registered"])}
+    return AgentCredential(agent_id=r["agent_id"], state=state, created_at=r["created_at"], last_used=r["last_used"],
+                           revoked_at=r["revoked_at"], reenroll=bool(r["reenroll"]), registered=bool(r["registered"]))
 
 
-def revoke(m: Master, agent_id: str, reenroll: bool) -> dict[str, Any]:
+def revoke(m: Master, agent_id: str, reenroll: bool) -> AgentCredential:
     """Cut an agent off: its credential is refused from its next call on, and the cluster token cannot claim its
     id (unless `reenroll`). An agent registered before credentials existed is cut off the same way. Its live work
     is left to the usual end: once it has been silent for agent_timeout it is lost (docs/users.md)."""

@@ -31,7 +31,7 @@ from typing import Any
 
 from stalwart.api.errors import ConfigError
 from stalwart.context import safe_extract
-from stalwart.searcher import Create, Pause, Resume, SearchMethod, Shutdown, Stop, TrialExit
+from stalwart.searcher import Action, Create, Pause, Resume, SearchMethod, Shutdown, Stop, TrialExit
 
 log = logging.getLogger(__name__)
 
@@ -49,17 +49,17 @@ def _timeout() -> float:
 class SearcherProcess(SearchMethod):
     """A `SearchMethod` whose every call is answered by the worker process."""
 
-    def __init__(self, config: dict, archive: bytes, label: str = "") -> None:
+    def __init__(self, config: dict[str, Any], archive: bytes, label: str = "") -> None:
         self.spec = str(config["searcher"].get("search_method") or "")
         self.label = label
         self.workdir = tempfile.mkdtemp(prefix="stalwart-searcher-")
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
-        self.replies: queue.Queue = queue.Queue()
+        self.replies: queue.Queue[str | None] = queue.Queue()
         self.lock = threading.Lock()
-        self.last_snapshot: dict | None = None
+        self.last_snapshot: dict[str, Any] | None = None
         self.last_progress = 0.0
         self.pid: int | None = None
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[str] | None = None
         context = os.path.join(self.workdir, "context")
         safe_extract(archive, context, max_size=None)  # the master checked it against its limits when it came in
         self.proc = subprocess.Popen(
@@ -124,12 +124,12 @@ class SearcherProcess(SearchMethod):
             raise SearcherFailed(f"{what} raised {reply['error']}")
         return reply["result"]
 
-    def _actions(self, call: str, *args: Any) -> list:
+    def _actions(self, call: str, *args: Any) -> list[Action]:
         try:
             encoded = self._call(call, *args)
         except SearcherFailed as exc:
             return [Shutdown(failure=True, reason=f"custom searcher {self.spec}: {exc}")]
-        out = []
+        out: list[Action] = []
         for item in encoded:
             item = dict(item)
             out.append(_ACTIONS[item.pop("type")](**item))
@@ -148,13 +148,13 @@ class SearcherProcess(SearchMethod):
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     # -- SearchMethod -------------------------------------------------------------------------
-    def initial_operations(self) -> list:
+    def initial_operations(self) -> list[Action]:
         return self._actions("initial_operations")
 
-    def on_validation_completed(self, request_id: str, metrics: dict, steps_completed: int) -> list:
+    def on_validation_completed(self, request_id: str, metrics: dict[str, Any], steps_completed: int) -> list[Action]:
         return self._actions("on_validation_completed", request_id, metrics, steps_completed)
 
-    def on_trial_exited(self, request_id: str, how: TrialExit) -> list:
+    def on_trial_exited(self, request_id: str, how: TrialExit) -> list[Action]:
         return self._actions("on_trial_exited", request_id, TrialExit(how).value)
 
     def progress(self, trial_progress: dict[str, float]) -> float:
@@ -162,7 +162,7 @@ class SearcherProcess(SearchMethod):
             self.last_progress = float(self._call("progress", trial_progress))
         return self.last_progress
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         try:
             self.last_snapshot = self._call("snapshot")
         except SearcherFailed:
@@ -170,7 +170,7 @@ class SearcherProcess(SearchMethod):
                 raise
         return self.last_snapshot
 
-    def restore(self, snapshot: dict) -> None:
+    def restore(self, snapshot: dict[str, Any]) -> None:
         try:
             self._call("restore", snapshot)
         except SearcherFailed as exc:
@@ -179,7 +179,7 @@ class SearcherProcess(SearchMethod):
         self.last_snapshot = snapshot
 
 
-def start(config: dict, archive: bytes, label: str = "") -> SearcherProcess:
+def start(config: dict[str, Any], archive: bytes, label: str = "") -> SearcherProcess:
     """Start the worker for a custom searcher; a method that cannot be loaded is a ConfigError."""
     spec = config["searcher"].get("search_method")
     if not spec:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from stalwart.api.errors import ConfigError
 from stalwart.api.states import ExperimentState as S
@@ -10,10 +11,10 @@ from stalwart.master.experiments import custom_search
 from stalwart.master.queries import experiments as experiment_rows
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master
-from stalwart.searcher import SearchMethod, Shutdown, make_search_method
+from stalwart.searcher import Action, SearchMethod, Shutdown, TrialExit, make_search_method
 
 
-def build(config: dict, archive: bytes, label: str = "") -> SearchMethod:
+def build(config: dict[str, Any], archive: bytes, label: str = "") -> SearchMethod:
     """A fresh searcher; a custom one starts its worker process from the context `archive`."""
     if config["searcher"]["name"] == "custom":
         return custom_search.start(config, archive, label)
@@ -42,8 +43,17 @@ def forget(m: Master, exp_id: int) -> None:
     """The experiment has ended: stop its custom searcher's process, if it has one."""
     with _custom_lock:
         search = m.custom_searchers.pop(exp_id, None)
-    if search is not None:
+    if isinstance(search, custom_search.SearcherProcess):
         search.close()
+
+
+def close_all(m: Master) -> None:
+    """The master is stopping: end every custom searcher's process."""
+    with _custom_lock:
+        kept = list(m.custom_searchers.values())
+    for search in kept:
+        if isinstance(search, custom_search.SearcherProcess):
+            search.close()
 
 
 _custom_lock = threading.Lock()
@@ -52,36 +62,36 @@ _custom_lock = threading.Lock()
 class _Inert(SearchMethod):
     """Stands in for a custom searcher that cannot run: nothing new happens, or the search fails."""
 
-    def __init__(self, state: dict | None, progress: float, failure: str = "") -> None:
+    def __init__(self, state: dict[str, Any] | None, progress: float, failure: str = "") -> None:
         self.state, self.last_progress, self.failure = state, progress, failure
 
-    def _events(self) -> list:
+    def _events(self) -> list[Action]:
         return [Shutdown(failure=True, reason=self.failure)] if self.failure else []
 
-    def initial_operations(self) -> list:
+    def initial_operations(self) -> list[Action]:
         return self._events()
 
-    def on_validation_completed(self, request_id, metrics, steps_completed) -> list:
+    def on_validation_completed(self, request_id: str, metrics: dict[str, Any], steps_completed: int) -> list[Action]:
         return self._events()
 
-    def on_trial_exited(self, request_id, how) -> list:
+    def on_trial_exited(self, request_id: str, how: TrialExit) -> list[Action]:
         return self._events()
 
-    def progress(self, trial_progress) -> float:
+    def progress(self, trial_progress: dict[str, float]) -> float:
         return self.last_progress
 
-    def snapshot(self) -> dict | None:  # type: ignore[override]  # a searcher that never ran has no state: None
+    def snapshot(self) -> dict[str, Any] | None:  # type: ignore[override]  # a searcher that never ran has no state
         return self.state
 
-    def restore(self, snapshot: dict) -> None:
+    def restore(self, snapshot: dict[str, Any]) -> None:
         self.state = snapshot
 
 
 def _load_custom(m: Master, conn: Conn, exp: Row) -> SearchMethod:
     with _custom_lock:
-        search = m.custom_searchers.get(exp["id"])
-    if search is not None:
-        return search
+        kept: SearchMethod | None = m.custom_searchers.get(exp["id"])
+    if kept is not None:
+        return kept
     if S(exp["state"]).terminal:
         return _Inert(exp["searcher_state"], exp["progress"])
     archive = experiment_rows.context_archive(conn, exp["id"])

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from stalwart.config import views
 from stalwart.master.allocations import containers
 from stalwart.master.allocations.env import base_env, owner_session, run_as
 from stalwart.master.experiments import trials
 from stalwart.master.queries import experiments as experiment_rows, trials as trial_rows
+from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master
 
 
-def start_order(m: Master, conn, alloc, container: dict) -> dict:
+def start_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any]) -> dict[str, Any]:
     """Everything an agent needs to launch one container of a trial's run: identity, token, env and the info file."""
     order = _trial_order(m, conn, alloc, container)
     env, info = containers.env_for(conn, alloc, container)
@@ -21,7 +23,7 @@ def start_order(m: Master, conn, alloc, container: dict) -> dict:
     return order
 
 
-def _trial_order(m: Master, conn, alloc, container: dict) -> dict:
+def _trial_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any]) -> dict[str, Any]:
     trial = trial_rows.get(conn, alloc["trial_id"])
     exp = experiment_rows.get(conn, trial["experiment_id"])
     config = exp["config"]

@@ -35,7 +35,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from starlette.requests import Request
 
@@ -228,7 +228,7 @@ class PasswordChecks:
         future.add_done_callback(self._finished)
         return await asyncio.wrap_future(future)
 
-    def _finished(self, _future: Future) -> None:
+    def _finished(self, _future: Future[Any]) -> None:  # any check's future: only its end counts
         with self._lock:
             self._pending -= 1
 

@@ -256,10 +256,11 @@ async def _check_id_token(m: Master, cfg: OidcConfig, meta: dict[str, Any], id_t
         try:
             if rt.jwks is None:
                 rt.jwks = await _get_json(meta["jwks_uri"], "signing keys (JWKS)")
+            # joserfc types `key` as one Key or a callable, yet takes a KeySet (it picks the key by the token's kid)
             decoded = jwt.decode(id_token, KeySet.import_key_set(rt.jwks), registry=registry)  # type: ignore[arg-type]
         except InvalidKeyIdError:  # the provider rotated its keys
             rt.jwks = await _get_json(meta["jwks_uri"], "signing keys (JWKS)")
-            decoded = jwt.decode(id_token, KeySet.import_key_set(rt.jwks), registry=registry)  # type: ignore[arg-type]
+            decoded = jwt.decode(id_token, KeySet.import_key_set(rt.jwks), registry=registry)  # type: ignore[arg-type]  # as above
         checked = CodeIDToken(decoded.claims, decoded.header,
                               {"iss": {"essential": True, "values": [meta["issuer"]]}},
                               {"nonce": nonce, "client_id": cfg.client_id, "access_token": token.get("access_token")})

@@ -16,14 +16,13 @@ import hashlib
 import hmac
 import secrets
 import time
-from dataclasses import dataclass
 
 from fastapi import Request
 
 from stalwart.api.errors import AuthError, ForbiddenError
 from stalwart.master.queries import users as q
 from stalwart.master.queries.rows import Conn
-from stalwart.master.service import Master
+from stalwart.master.service import Identity as Identity, Master
 
 LOGIN_LIFESPAN_S = 7 * 86400.0  # Determined's session length
 TOKEN_LIFESPAN_S = 30 * 86400.0  # an access token's default
@@ -32,19 +31,6 @@ CSRF_COOKIE = "stalwart_csrf"
 CSRF_HEADER = "x-csrf-token"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _CACHE_MAX = 10_000
-
-
-@dataclass(frozen=True)
-class Identity:
-    """The user behind a request and the session it came with."""
-
-    user_id: int
-    username: str
-    admin: bool
-    session_id: int
-    kind: str  # login | access | task
-    expires_at: float | None
-    token_hash: str
 
 
 def hash_token(token: str) -> str:
@@ -95,7 +81,7 @@ def authenticate(m: Master, request: Request) -> Identity:
 
 
 def identity_of(m: Master, token_hash: str) -> Identity:
-    cache: dict[str, Identity] = m.session_cache
+    cache = m.session_cache
     ident = cache.get(token_hash)
     if ident is None:
         with m.db.begin() as conn:

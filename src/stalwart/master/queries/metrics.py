@@ -125,7 +125,7 @@ def _raw_points_sqlite(conn: Conn, trial_ids: list[int], group: str, metric: str
     if hi_steps is not None:
         sql += " AND steps_completed <= ?"
         params.append(hi_steps)
-    cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]  # SQLite's DBAPI connection, never None here
     try:
         rows = cur.execute(sql + " ORDER BY trial_id, steps_completed", params).fetchall()
     finally:

@@ -34,6 +34,14 @@ def all_workspaces(conn: Conn) -> list[Row]:
     return list(conn.execute(sa.select(t.workspaces).order_by(_W.id)).mappings().all())
 
 
+def workspaces_by_name(conn: Conn, *, archived: bool) -> list[Row]:
+    """Every workspace (only those not archived unless `archived`), by name in any case, then id."""
+    q = sa.select(t.workspaces).order_by(sa.func.lower(_W.name), _W.id)
+    if not archived:
+        q = q.where(_W.archived == sa.false())
+    return list(conn.execute(q).mappings().all())
+
+
 def insert_workspace(conn: Conn, **values: Any) -> int:
     key = conn.execute(t.workspaces.insert().values(archived=False, immutable=False, **values)).inserted_primary_key
     assert key is not None
@@ -75,6 +83,14 @@ def project_by_name(conn: Conn, workspace_id: int, name: str) -> Row | None:
 def projects_of(conn: Conn, workspace_id: int) -> list[Row]:
     q = (sa.select(t.projects, _W.name.label("workspace_name"), _W.archived.label("workspace_archived"))
          .join(t.workspaces, _W.id == _P.workspace_id).where(_P.workspace_id == workspace_id).order_by(_P.id))
+    return list(conn.execute(q).mappings().all())
+
+
+def projects_by_name(conn: Conn, workspace_id: int) -> list[Row]:
+    """A workspace's projects (archived ones too), by name in any case, then id; with their workspace's name."""
+    q = (sa.select(t.projects, _W.name.label("workspace_name"), _W.archived.label("workspace_archived"))
+         .join(t.workspaces, _W.id == _P.workspace_id).where(_P.workspace_id == workspace_id)
+         .order_by(sa.func.lower(_P.name), _P.id))
     return list(conn.execute(q).mappings().all())
 
 
@@ -175,6 +191,15 @@ def places_of_experiments(conn: Conn, exp_ids: list[int]) -> dict[int, Row]:
          .join(t.projects, _P.id == _E.project_id).join(t.workspaces, _W.id == _P.workspace_id)
          .where(_E.id.in_(exp_ids)))
     return {int(r["id"]): r for r in conn.execute(q).mappings()}
+
+
+def places_of_projects(conn: Conn, project_ids: list[int]) -> list[Row]:
+    """Each project's id and name, and its workspace's id and name (`workspace_name`)."""
+    if not project_ids:
+        return []
+    q = (sa.select(_P.id, _P.name, _P.workspace_id, _W.name.label("workspace_name"))
+         .select_from(t.projects.join(t.workspaces, _P.workspace_id == _W.id)).where(_P.id.in_(project_ids)))
+    return list(conn.execute(q).mappings().all())
 
 
 # -- user groups -------------------------------------------------------------------------------------

@@ -5,13 +5,27 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from stalwart.api.errors import InvalidRequest
-from stalwart.api.models.agents import DisableAgent, RegisterAgent, RevokeAgentCredential
+from stalwart.api.models.agents import (
+    Actions,
+    Agent,
+    AgentCredentialList,
+    AgentEnvelope,
+    AgentList,
+    DisableAgent,
+    RegisterAgent,
+    Registered,
+    RevokeAgentCredential,
+    RevokedAgentCredential,
+    Slot,
+    SlotList,
+)
+from stalwart.api.models.trials import Accepted
 from stalwart.master import views
 from stalwart.master.allocations import env
 from stalwart.master.cluster import agents, credentials
@@ -32,16 +46,17 @@ Known = Annotated[list[str] | None, Query(description="allocations the agent alr
 
 
 @route(router, "POST", "/agents")
-async def register(request: Request, payload: RegisterAgent) -> dict[str, Any]:
+async def register(request: Request, payload: RegisterAgent) -> Registered:
     """Enrollment (the cluster token: the answer carries the agent's new credential) or a registration of the agent
     whose credential came."""
     peer = request.client.host if request.client else None
-    return agents.register(master(request), payload.model_dump(), peer, caller=request.state.agent_id)
+    answer = agents.register(master(request), payload.model_dump(), peer, caller=request.state.agent_id)
+    return Registered.model_validate(answer)
 
 
 @route(router, "GET", "/agents/{agent_id}/actions")
 async def actions(request: Request, agent_id: AgentPath, timeout: PollSeconds = 0,
-                  known: Known = None) -> dict[str, Any]:
+                  known: Known = None) -> Actions:
     """Long-poll (also the agent's heartbeat): allocations to start and to kill.
 
     `known` lists the allocations the agent already handles; it returns early only for news.
@@ -56,43 +71,43 @@ async def actions(request: Request, agent_id: AgentPath, timeout: PollSeconds = 
         await m.signals.wait(f"agent:{agent_id}", min(timeout, 60, m.settings.agent_timeout_s / 6))
         credentials.authenticate(m, request)  # revoked while it waited: no start order goes out
         out = agents.pending_actions(m, agent_id, handled)
-    return out
+    return Actions.model_validate(out)
 
 
 @route(router, "GET", "/agents")
-async def list_agents(request: Request) -> dict[str, Any]:
+async def list_agents(request: Request) -> AgentList:
     m = master(request)
     with m.db.begin() as conn:
         rows = agent_rows.in_id_order(conn)
         used = container_rows.used_slots(conn)
-    return {"agents": [views.agent(r, len(used.get(r["id"], ()))) for r in rows]}
+    return AgentList(agents=[Agent.model_validate(views.agent(r, len(used.get(r["id"], ())))) for r in rows])
 
 
 @route(router, "POST", "/agents/{agent_id}/enable")
-async def enable(request: Request, agent_id: AgentPath) -> dict[str, Any]:
-    return {"agent": agents.set_enabled(master(request), agent_id, True)}
+async def enable(request: Request, agent_id: AgentPath) -> AgentEnvelope:
+    return AgentEnvelope(agent=agents.set_enabled(master(request), agent_id, True))
 
 
 @route(router, "POST", "/agents/{agent_id}/disable")
-async def disable(request: Request, agent_id: AgentPath, payload: DisableAgent) -> dict[str, Any]:
+async def disable(request: Request, agent_id: AgentPath, payload: DisableAgent) -> AgentEnvelope:
     """Draining (`drain`) lets running tasks finish; otherwise ({} too) they are preempted or killed."""
-    return {"agent": agents.set_enabled(master(request), agent_id, False, payload.drain)}
+    return AgentEnvelope(agent=agents.set_enabled(master(request), agent_id, False, payload.drain))
 
 
 @route(router, "GET", "/agents/credentials")
-async def list_credentials(request: Request) -> dict[str, Any]:
+async def list_credentials(request: Request) -> AgentCredentialList:
     """Every agent's credential: created, last used, revoked (never the credential itself)."""
-    return {"credentials": credentials.listing(master(request))}
+    return AgentCredentialList(credentials=credentials.listing(master(request)))
 
 
 @route(router, "POST", "/agents/{agent_id}/revoke")
-async def revoke(request: Request, agent_id: AgentPath, payload: RevokeAgentCredential) -> dict[str, Any]:
+async def revoke(request: Request, agent_id: AgentPath, payload: RevokeAgentCredential) -> RevokedAgentCredential:
     """Cut an agent off: its credential is refused from its next call on; it is lost after agent_timeout."""
-    return {"credential": credentials.revoke(master(request), agent_id, payload.reenroll)}
+    return RevokedAgentCredential(credential=credentials.revoke(master(request), agent_id, payload.reenroll))
 
 
 @route(router, "GET", "/slots")
-async def list_slots(request: Request) -> dict[str, Any]:
+async def list_slots(request: Request) -> SlotList:
     """Every slot of every agent, with the allocation (and task) using it."""
     m = master(request)
     with m.db.begin() as conn:
@@ -102,18 +117,17 @@ async def list_slots(request: Request) -> dict[str, Any]:
             task_id = f"command-{c['command_id']}" if c["command_id"] is not None else f"trial-{c['trial_id']}"
             for i in c["slot_ids"] or []:
                 holders[(c["agent_id"], i)] = (c["allocation_id"], task_id)
-    slots: list[dict[str, Any]] = []
+    slots: list[Slot] = []
     for a in rows:
         for i in range(a["slots"]):
             alloc, task = holders.get((a["id"], i), (None, None))
-            slots.append({"agent_id": a["id"], "slot_id": i, "type": a["slot_type"],
-                          "enabled": bool(a["enabled"]), "draining": bool(a["draining"]),
-                          "allocation_id": alloc, "task_id": task})
-    return {"slots": slots}
+            slots.append(Slot(agent_id=a["id"], slot_id=i, type=a["slot_type"], enabled=bool(a["enabled"]),
+                              draining=bool(a["draining"]), allocation_id=alloc, task_id=task))
+    return SlotList(slots=slots)
 
 
 @route(router, "POST", "/task/logs", parses_body=True)
-async def task_logs(request: Request) -> dict[str, Any]:
+async def task_logs(request: Request) -> Accepted:
     """Body (`TaskLogs`): {"logs": [{log, timestamp, stdtype, trial_id, allocation_id, ...}]} and/or (what agents
     send) {"runs": [{allocation_id, trial_id, agent_id, rank_id, stdtype, source, level, lines: [[timestamp, text]]}]},
     from an agent (its credential: only lines of its own allocations, filed under them) or a trial (allocation
@@ -136,7 +150,7 @@ async def task_logs(request: Request) -> dict[str, Any]:
         n = store_rows(m.db, rows, allocation_id, masked)
     else:
         n = await run_in_threadpool(store_rows, m.db, rows, allocation_id, masked)
-    return {"accepted": n}
+    return Accepted(accepted=n)
 
 
 def _rows(raw: bytes) -> list[LogRow]:

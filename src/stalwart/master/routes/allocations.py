@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import base64
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 
 from stalwart.api.errors import ForbiddenError, NotFoundError
-from stalwart.api.models.allocations import Exited, Started
+from stalwart.api.models.allocations import Context, Exited, Preemption, Started, StartedAnswer
+from stalwart.api.models.common import Empty
 from stalwart.master.allocations import lifecycle
 from stalwart.master.cluster import credentials
 from stalwart.master.experiments import intake
@@ -36,40 +37,40 @@ def _own(request: Request, allocation_id: str) -> Master:
 
 @route(router, "GET", "/{allocation_id}/signals/preemption")
 async def preemption(request: Request, allocation_id: AllocationPath, timeout_seconds: WaitSeconds = 0
-                     ) -> dict[str, Any]:
+                     ) -> Preemption:
     m = _own(request, allocation_id)
     if intake.preemption_requested(m, allocation_id):
-        return {"preempt": True}
+        return Preemption(preempt=True)
     await m.signals.wait(f"preempt:{allocation_id}", min(timeout_seconds, 60))
-    return {"preempt": intake.preemption_requested(m, allocation_id)}
+    return Preemption(preempt=intake.preemption_requested(m, allocation_id))
 
 
 @route(router, "POST", "/{allocation_id}/signals/ack_preemption")
-async def ack_preemption(request: Request, allocation_id: AllocationPath) -> dict[str, Any]:
+async def ack_preemption(request: Request, allocation_id: AllocationPath) -> Empty:
     intake.ack_preemption(_own(request, allocation_id), allocation_id)
-    return {}
+    return Empty()
 
 
 @route(router, "GET", "/{allocation_id}/context")
-async def context(request: Request, allocation_id: AllocationPath) -> dict[str, Any]:
+async def context(request: Request, allocation_id: AllocationPath) -> Context:
     m = master(request)
     with m.db.begin() as conn:
         archive = allocation_rows.context_archive(conn, allocation_id)
     if archive is None:
         raise NotFoundError(f"no context for allocation {allocation_id}")
-    return {"b64Tgz": base64.b64encode(archive).decode()}
+    return Context(b64Tgz=base64.b64encode(archive).decode())
 
 
 @route(router, "POST", "/{allocation_id}/started")
-async def started(request: Request, allocation_id: AllocationPath, payload: Started) -> dict[str, Any]:
+async def started(request: Request, allocation_id: AllocationPath, payload: Started) -> StartedAnswer:
     credentials.check_body_agent(request.state.agent_id, payload.agent_id)
     return lifecycle.mark_started(master(request), payload.agent_id, allocation_id, payload.pid)
 
 
 @route(router, "POST", "/{allocation_id}/exited")
-async def exited(request: Request, allocation_id: AllocationPath, payload: Exited) -> dict[str, Any]:
+async def exited(request: Request, allocation_id: AllocationPath, payload: Exited) -> Empty:
     credentials.check_body_agent(request.state.agent_id, payload.agent_id)
     m = master(request)
     lifecycle.mark_exited(m, payload.agent_id, allocation_id, payload.exit_code, agent_lost=payload.agent_lost)
     m.wake_scheduler()
-    return {}
+    return Empty()

@@ -14,7 +14,8 @@ from fastapi.responses import Response
 
 from stalwart.api import permissions as P
 from stalwart.api.errors import NotFoundError
-from stalwart.api.models.checkpoints import DeleteCheckpoints, RegisterCheckpoint
+from stalwart.api.models.checkpoints import Checkpoint, CheckpointEnvelope, DeleteCheckpoints, RegisterCheckpoint
+from stalwart.api.models.common import Empty
 from stalwart.master import views
 from stalwart.master.experiments import deleting, intake
 from stalwart.master.identity import authz
@@ -29,19 +30,19 @@ UuidPath = Annotated[str, Path(max_length=64, description="a checkpoint uuid")]
 
 
 @route(router, "POST")
-async def report(request: Request, payload: RegisterCheckpoint) -> dict[str, Any]:
+async def report(request: Request, payload: RegisterCheckpoint) -> CheckpointEnvelope:
     """A checkpoint the calling trial has written to storage (its allocation token was checked by `route`)."""
     row = intake.register_checkpoint(master(request), str(request.state.allocation_id), payload.model_dump())
-    return {"checkpoint": views.checkpoint(row)}
+    return CheckpointEnvelope(checkpoint=Checkpoint.model_validate(views.checkpoint(row)))
 
 
 @route(router, "DELETE")
-async def delete(request: Request, payload: DeleteCheckpoints) -> dict[str, Any]:
+async def delete(request: Request, payload: DeleteCheckpoints) -> Empty:
     """Remove the checkpoints' files from storage and mark them DELETED (all uuids must exist, else nothing).
     Each must be the caller's (or the caller an admin): otherwise nothing is deleted."""
     authz.require_checkpoints(master(request), request.state.identity, P.DELETE_CHECKPOINTS, payload.uuids)
     await asyncio.to_thread(deleting.delete_checkpoints, master(request), payload.uuids)
-    return {}
+    return Empty()
 
 
 def _get(request: Request, uuid: str) -> dict[str, Any]:
@@ -52,8 +53,8 @@ def _get(request: Request, uuid: str) -> dict[str, Any]:
 
 
 @route(router, "GET", "/{uuid}")
-async def describe(request: Request, uuid: UuidPath) -> dict[str, Any]:
-    return {"checkpoint": _get(request, uuid)}
+async def describe(request: Request, uuid: UuidPath) -> CheckpointEnvelope:
+    return CheckpointEnvelope(checkpoint=Checkpoint.model_validate(_get(request, uuid)))
 
 
 @route(router, "GET", "/{uuid}/download")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Path, Query, Request
 
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.models.common import MAX_ID
-from stalwart.master.auth import tokens
+from stalwart.master.identity import tokens
 from stalwart.master.service import Master
 
 IdPath = Annotated[int, Path(ge=0, le=MAX_ID, description="a database id (64-bit)")]
@@ -20,10 +20,11 @@ AfterId = Annotated[int, Query(ge=0, le=MAX_ID, description="only rows with a la
 
 
 def master(request: Request) -> Master:
-    return request.app.state.master
+    m: Master = request.app.state.master
+    return m
 
 
-async def body(request: Request) -> dict:
+async def body(request: Request) -> dict[str, Any]:
     raw = await request.body()
     if not raw:
         return {}

@@ -24,9 +24,8 @@ from pydantic import BaseModel
 from stalwart.api.auth_kinds import AuthKind
 from stalwart.api.models.errors import RouteNotFound
 from stalwart.api.routes_table import BY_KEY, HTML, JSON, RouteSpec, lookup
-from stalwart.master.auth import tokens
 from stalwart.master.cluster import credentials
-from stalwart.master.identity import audit, authz, sessions
+from stalwart.master.identity import audit, authz, sessions, tokens
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -145,6 +144,18 @@ def responses(spec: RouteSpec) -> dict[int | str, dict[str, Any]]:
     return out
 
 
+def answer_model(spec: RouteSpec) -> type[BaseModel] | None:
+    """The model FastAPI holds a route's answer to: its table entry's `response` where the answer is one JSON
+    document; None (a raw `Response`, checked by nothing) for pages, files, streams and binary series.
+
+    FastAPI validates what the handler returns against it (a wrong shape is a 500 ErrorBody, never a wrong
+    answer) and serializes it with pydantic, leaving out the fields the handler did not set, as the dicts the
+    handlers answered before left them out. A handler that returns the model instance costs no second check."""
+    if spec.response is None or spec.content_type != JSON or spec.streaming:
+        return None
+    return spec.response
+
+
 def route(router: APIRouter, method: str, path: str = "", *, parses_body: bool = False,
           **kw: Any) -> Callable[[F], F]:
     """Register the decorated handler as `method router.prefix+path`, as its table entry declares it.
@@ -164,8 +175,9 @@ def route(router: APIRouter, method: str, path: str = "", *, parses_body: bool =
     def register(handler: F) -> F:
         check = _auth_dependency(spec)
         router.add_api_route(
-            path, handler, methods=[method], response_model=None, responses=responses(spec),
-            dependencies=[Depends(check)] if check else None, openapi_extra=extra or None, **kw)
+            path, handler, methods=[method], response_model=answer_model(spec), response_model_exclude_unset=True,
+            responses=responses(spec), dependencies=[Depends(check)] if check else None,
+            openapi_extra=extra or None, **kw)
         return handler
 
     return register

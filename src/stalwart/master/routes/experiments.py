@@ -12,13 +12,25 @@ from fastapi import APIRouter, Query, Request
 
 from stalwart.api import permissions as P
 from stalwart.api.errors import InvalidRequest, NotFoundError
+from stalwart.api.models.checkpoints import Checkpoint, CheckpointList
 from stalwart.api.models.experiments import (
+    BestMetric,
     ContinueExperiment,
+    CreatedExperiment,
     CreateExperiment,
+    DeletedExperiment,
+    Experiment,
+    ExperimentDetail,
+    ExperimentEnvelope,
+    ExperimentList,
+    KeptCheckpoint,
+    ModelDef,
     OrderBy,
     PatchExperiment,
     SortBy,
+    TrialList,
 )
+from stalwart.api.models.trials import Trial
 from stalwart.api.states import ExperimentState
 from stalwart.config import views as config_views
 from stalwart.master import offload, views
@@ -64,7 +76,7 @@ def _check(m: Master, config: str, context: str,
 
 
 @route(router, "POST")
-async def create(request: Request, payload: CreateExperiment) -> dict:
+async def create(request: Request, payload: CreateExperiment) -> CreatedExperiment:
     """Validate the config and context; unless validate_only, store the experiment and (by default) start it."""
     m = master(request)
     owner = owner_of_new(request, payload.owner)
@@ -93,11 +105,12 @@ async def create(request: Request, payload: CreateExperiment) -> dict:
         project_id=project["id"],
     )
     if exp_id is None:
-        return {"experiment": None, "warnings": warnings}
+        return CreatedExperiment(experiment=None, warnings=warnings)
     with m.db.begin() as conn:
         row = experiment_rows.get(conn, exp_id)
         fits = fit.experiment_warnings(conn, row)
-    return {"experiment": {**views.experiment(row), "warnings": fits}, "warnings": [*warnings, *fits]}
+    return CreatedExperiment(experiment=Experiment.model_validate({**views.experiment(row), "warnings": fits}),
+                             warnings=[*warnings, *fits])
 
 
 def _check_warm_start(m: Master, request: Request, checked: experiments.NewExperiment) -> None:
@@ -137,7 +150,7 @@ def _states(values: list[str] | None) -> tuple[str, ...]:
 async def list_experiments(request: Request, limit: Limit = 200, offset: Offset = 0, states: Values = None,
                            labels: Values = None, name: NameQuery = None, include_archived: bool = False,
                            owner: OwnerQuery = None, sort_by: SortBy = "id", order_by: OrderBy = "desc",
-                           workspace: PlaceQuery = None, project: PlaceQuery = None) -> dict:
+                           workspace: PlaceQuery = None, project: PlaceQuery = None) -> ExperimentList:
     """Filters and sorting run in SQL: any of `states`, all of `labels`, `name` a substring, archived experiments
     only with include_archived (Determined's `e list --all`), only those of a `workspace` (and `project` in it).
     In rbac mode, only the experiments of workspaces the caller may view."""
@@ -150,7 +163,8 @@ async def list_experiments(request: Request, limit: Limit = 200, offset: Offset 
                                            descending=order_by == "desc")
         counts = trial_rows.counts_by_experiment(conn)
         places = wq.places_of_experiments(conn, [r["id"] for r in rows])
-    return {"experiments": [_placed(views.experiment(r, counts), places) for r in rows], "total": total}
+    return ExperimentList(experiments=[Experiment.model_validate(_placed(views.experiment(r, counts), places))
+                                       for r in rows], total=total)
 
 
 def _listed_projects(m: Master, conn: Any, ident: Any, workspace: str | None,
@@ -182,7 +196,7 @@ def _placed(view: dict[str, Any], places: dict[int, Any]) -> dict[str, Any]:
 
 
 @route(router, "GET", "/{exp_id}")
-async def describe(request: Request, exp_id: IdPath) -> dict:
+async def describe(request: Request, exp_id: IdPath) -> ExperimentDetail:
     m = master(request)
     with m.db.begin() as conn:
         row = experiment_rows.get(conn, exp_id)
@@ -191,83 +205,83 @@ async def describe(request: Request, exp_id: IdPath) -> dict:
         best = views.best_validation(conn, row)
         fits = fit.experiment_warnings(conn, row)
         placed = _placed(views.experiment(row), wq.places_of_experiments(conn, [exp_id]))
-    return {
-        "experiment": {**placed, "best_validation": best, "warnings": fits},
-        "config": row["config"],
-        "trials": [views.trial(tr, summaries.get(tr["id"])) for tr in trials],
-    }
+    return ExperimentDetail(
+        experiment=Experiment.model_validate({**placed, "best_validation": best, "warnings": fits}),
+        config=row["config"],
+        trials=[Trial.model_validate(views.trial(tr, summaries.get(tr["id"]))) for tr in trials],
+    )
 
 
 @route(router, "PATCH", "/{exp_id}")
-async def patch(request: Request, exp_id: IdPath, payload: PatchExperiment) -> dict:
+async def patch(request: Request, exp_id: IdPath, payload: PatchExperiment) -> ExperimentEnvelope:
     """Only the fields the body names change (labels: the whole list)."""
     m = master(request)
     editing.patch_experiment(m, exp_id, {k: getattr(payload, k) for k in payload.model_fields_set})
     with m.db.begin() as conn:
         row = experiment_rows.get(conn, exp_id)
-    return {"experiment": views.experiment(row)}
+    return ExperimentEnvelope(experiment=Experiment.model_validate(views.experiment(row)))
 
 
 @route(router, "DELETE", "/{exp_id}")
-async def delete(request: Request, exp_id: IdPath) -> dict:
+async def delete(request: Request, exp_id: IdPath) -> DeletedExperiment:
     """A finished experiment: its checkpoints' and TensorBoard files leave storage, then its rows go (409 while it
     runs). Checkpoints other experiments use stay; the answer lists them with the reason."""
     done = await asyncio.to_thread(deleting.delete_experiment, master(request), exp_id)
-    return {"deleted_checkpoints": done.checkpoints,
-            "kept_checkpoints": [{"uuid": k.uuid, "reason": k.reason} for k in done.kept]}
+    return DeletedExperiment(deleted_checkpoints=done.checkpoints,
+                             kept_checkpoints=[KeptCheckpoint(uuid=k.uuid, reason=k.reason) for k in done.kept])
 
 
 @route(router, "POST", "/{exp_id}/continue")  # before /{exp_id}/{action}, which would take "continue" as an action
-async def continue_(request: Request, exp_id: IdPath, payload: ContinueExperiment) -> dict:
+async def continue_(request: Request, exp_id: IdPath, payload: ContinueExperiment) -> ExperimentEnvelope:
     """Determined's `e continue`: a finished single-trial experiment trains its trial further."""
     m = master(request)
     await asyncio.to_thread(continuing.continue_experiment, m, exp_id, payload.overrides)
     with m.db.begin() as conn:
         row = experiment_rows.get(conn, exp_id)
-    return {"experiment": views.experiment(row)}
+    return ExperimentEnvelope(experiment=Experiment.model_validate(views.experiment(row)))
 
 
 @route(router, "POST", "/{exp_id}/{action}")
-async def act(request: Request, exp_id: IdPath, action: str) -> dict:
+async def act(request: Request, exp_id: IdPath, action: str) -> ExperimentEnvelope:
     if action not in ACTIONS:
         raise NotFoundError(f"unknown experiment action '{action}'; use one of {', '.join(sorted(ACTIONS))}")
     m = master(request)
     ACTIONS[action](m, exp_id)
     with m.db.begin() as conn:
         row = experiment_rows.get(conn, exp_id)
-    return {"experiment": views.experiment(row)}
+    return ExperimentEnvelope(experiment=Experiment.model_validate(views.experiment(row)))
 
 
 @route(router, "GET", "/{exp_id}/trials")
-async def list_trials(request: Request, exp_id: IdPath) -> dict:
-    return {"trials": (await describe(request, exp_id))["trials"]}
+async def list_trials(request: Request, exp_id: IdPath) -> TrialList:
+    return TrialList(trials=(await describe(request, exp_id)).trials)
 
 
 @route(router, "GET", "/{exp_id}/checkpoints")
-async def list_checkpoints(request: Request, exp_id: IdPath) -> dict:
+async def list_checkpoints(request: Request, exp_id: IdPath) -> CheckpointList:
     m = master(request)
     with m.db.begin() as conn:
         experiment_rows.get(conn, exp_id)
         rows = checkpoint_rows.of_experiment(conn, exp_id)
-    return {"checkpoints": [views.checkpoint(r) for r in rows]}
+    return CheckpointList(checkpoints=[Checkpoint.model_validate(views.checkpoint(r)) for r in rows])
 
 
 @route(router, "GET", "/{exp_id}/model_def")
-async def model_def(request: Request, exp_id: IdPath) -> dict:
+async def model_def(request: Request, exp_id: IdPath) -> ModelDef:
     m = master(request)
     with m.db.begin() as conn:
         archive = experiment_rows.context_archive(conn, exp_id)
     if archive is None:
         raise NotFoundError(f"experiment {exp_id} not found")
-    return {"b64Tgz": base64.b64encode(archive).decode()}
+    return ModelDef(b64Tgz=base64.b64encode(archive).decode())
 
 
 @route(router, "GET", "/{exp_id}/searcher/best_searcher_validation_metric")
-async def best_validation(request: Request, exp_id: IdPath) -> dict:
+async def best_validation(request: Request, exp_id: IdPath) -> BestMetric:
     m = master(request)
     with m.db.begin() as conn:
         row = experiment_rows.get(conn, exp_id)
         best = views.best_validation(conn, row)
     if best is None:
         raise NotFoundError(f"experiment {exp_id} has no validation of '{row['config']['searcher']['metric']}' yet")
-    return {"metric": best["value"]}
+    return BestMetric(metric=best["value"])

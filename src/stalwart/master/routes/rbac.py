@@ -8,8 +8,19 @@ from fastapi import APIRouter, Path, Query, Request
 
 from stalwart.api import permissions as P
 from stalwart.api.errors import NotFoundError
+from stalwart.api.models.common import Empty
 from stalwart.api.models.users import Username
-from stalwart.api.models.workspaces import AssignRole, CreateGroup, GroupMembers
+from stalwart.api.models.workspaces import (
+    AssignRole,
+    CreateGroup,
+    GroupEnvelope,
+    GroupList,
+    GroupMembers,
+    MyPermissions,
+    RoleAssignmentList,
+    RoleEnvelope,
+    RoleList,
+)
 from stalwart.master.identity import authz
 from stalwart.master.identity.sessions import Identity
 from stalwart.master.queries import users as q, workspaces as wq
@@ -33,59 +44,59 @@ def identity(request: Request) -> Identity:
 
 # -- user groups -----------------------------------------------------------------------------------------
 @route(router, "GET", "/groups")
-async def list_groups(request: Request) -> dict:
+async def list_groups(request: Request) -> GroupList:
     with master(request).db.begin() as conn:
-        return {"groups": [people.group_view(conn, g) for g in wq.all_groups(conn)]}
+        return GroupList(groups=[people.group_view(conn, g) for g in wq.all_groups(conn)])
 
 
-def _group(request: Request, name: str) -> dict:
+def _group(request: Request, name: str) -> GroupEnvelope:
     with master(request).db.begin() as conn:
-        return {"group": people.group_view(conn, people.get_group(conn, name))}
+        return GroupEnvelope(group=people.group_view(conn, people.get_group(conn, name)))
 
 
 @route(router, "POST", "/groups")
-async def create_group(request: Request, payload: CreateGroup) -> dict:
+async def create_group(request: Request, payload: CreateGroup) -> GroupEnvelope:
     people.create_group(master(request), payload.name, payload.addUsers)
     return _group(request, payload.name)
 
 
 @route(router, "GET", "/groups/{group_name}")
-async def get_group(request: Request, group_name: GroupPath) -> dict:
+async def get_group(request: Request, group_name: GroupPath) -> GroupEnvelope:
     return _group(request, group_name)
 
 
 @route(router, "DELETE", "/groups/{group_name}")
-async def delete_group(request: Request, group_name: GroupPath) -> dict:
+async def delete_group(request: Request, group_name: GroupPath) -> Empty:
     people.delete_group(master(request), group_name)
-    return {}
+    return Empty()
 
 
 @route(router, "POST", "/groups/{group_name}/members")
-async def add_members(request: Request, group_name: GroupPath, payload: GroupMembers) -> dict:
+async def add_members(request: Request, group_name: GroupPath, payload: GroupMembers) -> GroupEnvelope:
     people.change_members(master(request), group_name, payload.usernames, add=True)
     return _group(request, group_name)
 
 
 @route(router, "DELETE", "/groups/{group_name}/members")
-async def remove_members(request: Request, group_name: GroupPath, payload: GroupMembers) -> dict:
+async def remove_members(request: Request, group_name: GroupPath, payload: GroupMembers) -> GroupEnvelope:
     people.change_members(master(request), group_name, payload.usernames, add=False)
     return _group(request, group_name)
 
 
 # -- roles ---------------------------------------------------------------------------------------------------
 @route(router, "GET", "/rbac/roles")
-async def list_roles(request: Request) -> dict:
-    return {"roles": [people.role_view(r) for r in P.ROLES.values()]}
+async def list_roles(request: Request) -> RoleList:
+    return RoleList(roles=[people.role_view(r) for r in P.ROLES.values()])
 
 
 @route(router, "GET", "/rbac/roles/{role}")
-async def describe_role(request: Request, role: RolePath) -> dict:
-    return {"role": people.role_view(people.get_role(role))}
+async def describe_role(request: Request, role: RolePath) -> RoleEnvelope:
+    return RoleEnvelope(role=people.role_view(people.get_role(role)))
 
 
 @route(router, "GET", "/rbac/assignments")
 async def list_assignments(request: Request, username: UserQuery = None, groupName: GroupQuery = None,
-                           workspaceId: WorkspaceQuery = None) -> dict:
+                           workspaceId: WorkspaceQuery = None) -> RoleAssignmentList:
     with master(request).db.begin() as conn:
         user_id = group_id = None
         if username is not None:
@@ -96,7 +107,7 @@ async def list_assignments(request: Request, username: UserQuery = None, groupNa
         if groupName is not None:
             group_id = people.get_group(conn, groupName)["id"]
         rows = wq.assignments(conn, user_id=user_id, group_id=group_id, workspace_id=workspaceId)
-        return {"assignments": [people.assignment_view(r) for r in rows]}
+        return RoleAssignmentList(assignments=[people.assignment_view(r) for r in rows])
 
 
 def _may_assign(request: Request, payload: AssignRole) -> None:
@@ -109,21 +120,21 @@ def _may_assign(request: Request, payload: AssignRole) -> None:
 
 
 @route(router, "POST", "/rbac/assignments")
-async def assign_role(request: Request, payload: AssignRole) -> dict:
+async def assign_role(request: Request, payload: AssignRole) -> RoleAssignmentList:
     _may_assign(request, payload)
     rows = people.assign(master(request), payload.role, payload.username, payload.groupName, payload.workspaceId)
-    return {"assignments": [people.assignment_view(r) for r in rows]}
+    return RoleAssignmentList(assignments=[people.assignment_view(r) for r in rows])
 
 
 @route(router, "POST", "/rbac/unassignments")
-async def unassign_role(request: Request, payload: AssignRole) -> dict:
+async def unassign_role(request: Request, payload: AssignRole) -> RoleAssignmentList:
     _may_assign(request, payload)
     rows = people.unassign(master(request), payload.role, payload.username, payload.groupName, payload.workspaceId)
-    return {"assignments": [people.assignment_view(r) for r in rows]}
+    return RoleAssignmentList(assignments=[people.assignment_view(r) for r in rows])
 
 
 @route(router, "GET", "/rbac/my-permissions")
-async def my_permissions(request: Request) -> dict:
+async def my_permissions(request: Request) -> MyPermissions:
     """The caller's roles and what they allow: on the whole cluster, and per workspace (by name)."""
     m, ident = master(request), identity(request)
     with m.db.begin() as conn:
@@ -132,12 +143,12 @@ async def my_permissions(request: Request) -> dict:
             rows += wq.assignments(conn, group_id=group["id"])
         spaces = wq.all_workspaces(conn)
     cluster = sorted(p.name for p in P.REGISTRY.values() if authz.allowed(m, ident, p))
-    per_ws = {}
+    per_ws: dict[str, list[str]] = {}
     for ws in spaces:
         target = authz.Target(f"workspace {ws['name']}", None, ws["id"])
         names = sorted(p.name for p in P.REGISTRY.values()
                        if p not in P.ACCOUNT and authz.allowed(m, ident, p, target))
         if names:
             per_ws[ws["name"]] = names
-    return {"mode": authz.mode(m), "admin": ident.admin, "assignments": [people.assignment_view(r) for r in rows],
-            "cluster": cluster, "workspaces": per_ws}
+    return MyPermissions(mode=authz.mode(m), admin=ident.admin, assignments=[people.assignment_view(r) for r in rows],
+                         cluster=cluster, workspaces=per_ws)

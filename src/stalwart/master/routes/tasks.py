@@ -16,7 +16,7 @@ from fastapi.responses import StreamingResponse
 from stalwart.api import permissions as P
 from stalwart.api.errors import InvalidRequest, NotFoundError
 from stalwart.api.models.common import MAX_ID
-from stalwart.api.models.tasks import CreateCommand
+from stalwart.api.models.tasks import Command, CommandEnvelope, CreateCommand, TaskEnvelope, TaskList
 from stalwart.master import offload
 from stalwart.master.identity import authz
 from stalwart.master.queries import allocations as allocation_rows, commands as command_rows, jobs as job_rows
@@ -48,13 +48,13 @@ def _task_id(task_id: str) -> int:
     return cmd_id
 
 
-def _describe(m: Master, cmd_id: int) -> dict[str, Any]:
+def _describe(m: Master, cmd_id: int) -> Command:
     with m.db.begin() as conn:
         cmd = command_rows.get(conn, cmd_id)
         alloc = commands.allocation_of(conn, cmd_id)
         pool = job_rows.pool_of(conn, jobs.COMMAND, cmd_id)
         place = command_rows.places(conn, [cmd_id]).get(cmd_id)
-    return commands.view(cmd, alloc, pool, place)
+    return Command.model_validate(commands.view(cmd, alloc, pool, place))
 
 
 def _check(m: Master, config: dict[str, Any], context: str | None) -> tuple[bytes | None, dict[str, Any]]:
@@ -81,7 +81,7 @@ def _config(given: str | dict[str, Any]) -> dict[str, Any]:
 
 
 @route(router, "POST", "/commands")
-async def create(request: Request, payload: CreateCommand) -> dict[str, Any]:
+async def create(request: Request, payload: CreateCommand) -> CommandEnvelope:
     """config: YAML text or a mapping (with `entrypoint`); context: base64 .tgz (optional); owner."""
     m = master(request)
     owner = owner_of_new(request, payload.owner)
@@ -92,23 +92,23 @@ async def create(request: Request, payload: CreateCommand) -> dict[str, Any]:
         project = placement.project_for(conn, checked)
     authz.require(m, request.state.identity, P.CREATE_COMMANDS, placement.target(project))
     cmd_id = commands.create_command(m, config, archive, owner, checked=checked, project=project)
-    return {"command": _describe(m, cmd_id)}
+    return CommandEnvelope(command=_describe(m, cmd_id))
 
 
 @route(router, "GET", "/commands/{cmd_id}")
-async def describe(request: Request, cmd_id: IdPath) -> dict[str, Any]:
-    return {"command": _describe(master(request), cmd_id)}
+async def describe(request: Request, cmd_id: IdPath) -> CommandEnvelope:
+    return CommandEnvelope(command=_describe(master(request), cmd_id))
 
 
 @route(router, "POST", "/commands/{cmd_id}/kill")
-async def kill(request: Request, cmd_id: IdPath) -> dict[str, Any]:
+async def kill(request: Request, cmd_id: IdPath) -> CommandEnvelope:
     m = master(request)
     commands.kill(m, cmd_id)
-    return {"command": _describe(m, cmd_id)}
+    return CommandEnvelope(command=_describe(m, cmd_id))
 
 
 @route(router, "GET", "/tasks")
-async def list_tasks(request: Request, show_all: ShowAll = False) -> dict[str, Any]:
+async def list_tasks(request: Request, show_all: ShowAll = False) -> TaskList:
     """The tasks of the workspaces the caller may view tasks in."""
     m = master(request)
     seen = authz.viewable_workspaces(m, request.state.identity, P.VIEW_TASKS)
@@ -117,12 +117,13 @@ async def list_tasks(request: Request, show_all: ShowAll = False) -> dict[str, A
         pools = job_rows.pools_by_entity(conn, jobs.COMMAND)
         allocs = {c["id"]: commands.allocation_of(conn, c["id"]) for c in cmds}
         places = command_rows.places(conn, [c["id"] for c in cmds])
-    return {"tasks": [commands.view(c, allocs[c["id"]], pools.get(c["id"]), places.get(c["id"])) for c in cmds]}
+    return TaskList(tasks=[Command.model_validate(commands.view(c, allocs[c["id"]], pools.get(c["id"]),
+                                                                places.get(c["id"]))) for c in cmds])
 
 
 @route(router, "GET", "/tasks/{task_id}")
-async def get_task(request: Request, task_id: TaskPath) -> dict[str, Any]:
-    return {"task": _describe(master(request), _task_id(task_id))}
+async def get_task(request: Request, task_id: TaskPath) -> TaskEnvelope:
+    return TaskEnvelope(task=_describe(master(request), _task_id(task_id)))
 
 
 def _open(m: Master, cmd_id: int) -> bool:

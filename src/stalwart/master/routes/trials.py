@@ -7,15 +7,26 @@ import datetime
 import json
 import math
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from stalwart.api.errors import InvalidRequest
-from stalwart.api.models.common import MAX_ID
-from stalwart.api.models.trials import ReportEarlyExit, ReportProgress
+from stalwart.api.models.allocations import Allocation
+from stalwart.api.models.checkpoints import Checkpoint, CheckpointList
+from stalwart.api.models.common import MAX_ID, Empty
+from stalwart.api.models.trials import (
+    Accepted,
+    MetricList,
+    MetricPoint,
+    ReportEarlyExit,
+    ReportProgress,
+    SearcherOperation,
+    Trial,
+    TrialDetail,
+)
 from stalwart.config import views as cviews
 from stalwart.master import views
 from stalwart.master.experiments import intake, trials
@@ -46,46 +57,46 @@ AfterSteps = Annotated[int, Query(ge=-1, le=MAX_ID, description="only reports wi
 
 
 @route(router, "GET", "/{trial_id}")
-async def describe(request: Request, trial_id: IdPath) -> dict[str, Any]:
+async def describe(request: Request, trial_id: IdPath) -> TrialDetail:
     m = master(request)
     with m.db.begin() as conn:
         row = trial_rows.get(conn, trial_id)
         trial_runs = runs.of_trial(conn, trial_id)
         latest = trials.latest_checkpoint(conn, trial_id)
         summary = views.trial_summaries(conn, [trial_id])[trial_id]
-    return {
-        "trial": views.trial(row, summary),
-        "runs": [views.allocation(r) for r in trial_runs],
-        "latest_checkpoint": views.checkpoint(latest) if latest else None,
-    }
+    return TrialDetail(
+        trial=Trial.model_validate(views.trial(row, summary)),
+        runs=[Allocation.model_validate(views.allocation(r)) for r in trial_runs],
+        latest_checkpoint=Checkpoint.model_validate(views.checkpoint(latest)) if latest else None,
+    )
 
 
 @route(router, "POST", "/{trial_id}/kill")
-async def kill(request: Request, trial_id: IdPath) -> dict[str, Any]:
+async def kill(request: Request, trial_id: IdPath) -> Empty:
     trials.kill_trial(master(request), trial_id)
-    return {}
+    return Empty()
 
 
 @route(router, "GET", "/{trial_id}/checkpoints")
-async def checkpoints(request: Request, trial_id: IdPath) -> dict[str, Any]:
+async def checkpoints(request: Request, trial_id: IdPath) -> CheckpointList:
     m = master(request)
     with m.db.begin() as conn:
         trial_rows.get(conn, trial_id)
         rows = checkpoint_rows.of_trial(conn, trial_id)
-    return {"checkpoints": [views.checkpoint(r) for r in rows]}
+    return CheckpointList(checkpoints=[Checkpoint.model_validate(views.checkpoint(r)) for r in rows])
 
 
 @route(router, "GET", "/{trial_id}/metrics")
 async def metrics(request: Request, trial_id: IdPath, group: GroupQuery = None, after_steps: AfterSteps = -1,
-                  limit: Limit = 100000) -> dict[str, Any]:
+                  limit: Limit = 100000) -> MetricList:
     m = master(request)
     with m.db.begin() as conn:
         trial_rows.get(conn, trial_id)
         rows = metric_rows.page(conn, trial_id, group=group, after_steps=after_steps, limit=limit)
-    return {"metrics": [
-        {"group": r["group_name"], "steps_completed": r["steps_completed"], "metrics": r["metrics"],
-         "trial_run_id": r["trial_run_id"], "report_time": r["report_time"]} for r in rows
-    ]}
+    return MetricList(metrics=[
+        MetricPoint(group=r["group_name"], steps_completed=r["steps_completed"], metrics=r["metrics"],
+                    trial_run_id=r["trial_run_id"], report_time=r["report_time"]) for r in rows
+    ])
 
 
 def _trial_open(m: Master, trial_id: int) -> bool:
@@ -175,30 +186,30 @@ def _caller(request: Request) -> str:
 
 
 @route(router, "POST", "/{trial_id}/metrics", parses_body=True)
-async def report_metrics(request: Request, trial_id: IdPath) -> dict[str, Any]:
+async def report_metrics(request: Request, trial_id: IdPath) -> Accepted:
     """Hot path: the body is checked by metric_reports.parse_reports (the same bodies ReportMetrics accepts)."""
     m = master(request)
     rows = intake.parse_reports(trial_id, await body(request))
     with m.db.begin() as conn:
         intake.caller_allocation(conn, _caller(request), trial_id)
     await request.app.state.metrics_writer.submit(rows)
-    return {"accepted": len(rows)}
+    return Accepted(accepted=len(rows))
 
 
 @route(router, "POST", "/{trial_id}/progress")
-async def report_progress(request: Request, trial_id: IdPath, payload: ReportProgress) -> dict[str, Any]:
+async def report_progress(request: Request, trial_id: IdPath, payload: ReportProgress) -> Empty:
     intake.set_progress(master(request), _caller(request), trial_id, payload.progress)
-    return {}
+    return Empty()
 
 
 @route(router, "POST", "/{trial_id}/early_exit")
-async def report_early_exit(request: Request, trial_id: IdPath, payload: ReportEarlyExit) -> dict[str, Any]:
+async def report_early_exit(request: Request, trial_id: IdPath, payload: ReportEarlyExit) -> Empty:
     intake.early_exit(master(request), _caller(request), trial_id, payload.reason)
-    return {}
+    return Empty()
 
 
 @route(router, "GET", "/{trial_id}/searcher/operation")
-async def searcher_operation(request: Request, trial_id: IdPath) -> dict[str, Any]:
+async def searcher_operation(request: Request, trial_id: IdPath) -> SearcherOperation:
     """The length this trial should train to, in the searcher's configured unit."""
     m = master(request)
     with m.db.begin() as conn:
@@ -206,8 +217,6 @@ async def searcher_operation(request: Request, trial_id: IdPath) -> dict[str, An
         trial = trial_rows.get(conn, trial_id)
         exp = experiment_rows.get(conn, trial["experiment_id"])
     length = cviews.max_length(exp["config"])
-    return {
-        "length": trial["target_length"],
-        "unit": length.unit if length else None,
-        "completed": bool(trial["stop_requested"]),
-    }
+    # the unit is checked against the model's (config.lengths.LENGTH_UNITS: batches, records, epochs) as it is built
+    return SearcherOperation.model_validate({"length": trial["target_length"], "unit": length.unit if length else None,
+                                             "completed": bool(trial["stop_requested"])})

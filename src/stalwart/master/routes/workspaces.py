@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 
 from stalwart.api import permissions as P
 from stalwart.api.errors import NotFoundError
+from stalwart.api.models.common import Empty
+from stalwart.api.models.experiments import Experiment, ExperimentEnvelope
 from stalwart.api.models.workspaces import (
     CreateProject,
     CreateWorkspace,
     MoveExperiment,
     PatchProject,
     PatchWorkspace,
+    PoolBindingList,
     PoolBindings,
+    Project,
+    ProjectEnvelope,
+    ProjectList,
+    Workspace,
+    WorkspaceEnvelope,
+    WorkspaceList,
 )
 from stalwart.master import views
 from stalwart.master.identity import authz
@@ -37,38 +46,40 @@ def identity(request: Request) -> Identity:
     return ident
 
 
-def _workspace(m: Master, workspace_id: int) -> dict:
+def _workspace(m: Master, workspace_id: int) -> WorkspaceEnvelope:
     with m.db.begin() as conn:
-        return {"workspace": spaces.workspace_view(conn, spaces.get_workspace(conn, workspace_id))}
+        view = spaces.workspace_view(conn, spaces.get_workspace(conn, workspace_id))
+    return WorkspaceEnvelope(workspace=Workspace.model_validate(view))
 
 
-def _project(m: Master, project_id: int) -> dict:
+def _project(m: Master, project_id: int) -> ProjectEnvelope:
     with m.db.begin() as conn:
         pj = spaces.get_project(conn, project_id)
         count = wq.experiments_per_project(conn, [project_id]).get(project_id, 0)
-        return {"project": spaces.project_view(pj, count)}
+    return ProjectEnvelope(project=Project.model_validate(spaces.project_view(pj, count)))
 
 
 # -- workspaces --------------------------------------------------------------------------------------
 @route(router, "GET", "/workspaces")
-async def list_workspaces(request: Request, name: NameQuery = None, archived: Archived = None) -> dict:
+async def list_workspaces(request: Request, name: NameQuery = None, archived: Archived = None) -> WorkspaceList:
     """The workspaces the caller may see (every one in basic mode; in rbac mode those it holds a role in)."""
     m = master(request)
     seen = authz.viewable_workspaces(m, identity(request), P.VIEW_WORKSPACES)
     with m.db.begin() as conn:
         rows = [ws for ws in wq.all_workspaces(conn) if (seen is None or ws["id"] in seen)
                 and (name is None or ws["name"] == name) and (archived is None or bool(ws["archived"]) == archived)]
-        return {"workspaces": spaces.workspace_views(conn, rows)}
+        shown = spaces.workspace_views(conn, rows)
+    return WorkspaceList(workspaces=[Workspace.model_validate(v) for v in shown])
 
 
-def _may_set_agent_user(request: Request, fields: dict) -> None:
+def _may_set_agent_user(request: Request, fields: dict[str, Any]) -> None:
     """Naming the OS user a workspace's tasks run as needs set_agent_user (on the whole cluster: admins)."""
     if fields.get("agentUserGroup") is not None:
         authz.require(master(request), identity(request), P.SET_AGENT_USER)
 
 
 @route(router, "POST", "/workspaces")
-async def create_workspace(request: Request, payload: CreateWorkspace) -> dict:
+async def create_workspace(request: Request, payload: CreateWorkspace) -> WorkspaceEnvelope:
     """A new workspace; an OS user for its tasks (agentUserGroup) needs set_agent_user too."""
     m = master(request)
     fields = payload.model_dump(exclude_unset=True)
@@ -78,12 +89,12 @@ async def create_workspace(request: Request, payload: CreateWorkspace) -> dict:
 
 
 @route(router, "GET", "/workspaces/{workspace_id}")
-async def get_workspace(request: Request, workspace_id: IdPath) -> dict:
+async def get_workspace(request: Request, workspace_id: IdPath) -> WorkspaceEnvelope:
     return _workspace(master(request), workspace_id)
 
 
 @route(router, "PATCH", "/workspaces/{workspace_id}")
-async def edit_workspace(request: Request, workspace_id: IdPath, payload: PatchWorkspace) -> dict:
+async def edit_workspace(request: Request, workspace_id: IdPath, payload: PatchWorkspace) -> WorkspaceEnvelope:
     """Change a workspace's name or settings (not Uncategorized's); an OS user needs set_agent_user too."""
     m = master(request)
     fields = payload.model_dump(exclude_unset=True)
@@ -93,35 +104,35 @@ async def edit_workspace(request: Request, workspace_id: IdPath, payload: PatchW
 
 
 @route(router, "POST", "/workspaces/{workspace_id}/archive")
-async def archive_workspace(request: Request, workspace_id: IdPath) -> dict:
+async def archive_workspace(request: Request, workspace_id: IdPath) -> WorkspaceEnvelope:
     spaces.set_workspace_archived(master(request), workspace_id, True)
     return _workspace(master(request), workspace_id)
 
 
 @route(router, "POST", "/workspaces/{workspace_id}/unarchive")
-async def unarchive_workspace(request: Request, workspace_id: IdPath) -> dict:
+async def unarchive_workspace(request: Request, workspace_id: IdPath) -> WorkspaceEnvelope:
     spaces.set_workspace_archived(master(request), workspace_id, False)
     return _workspace(master(request), workspace_id)
 
 
 @route(router, "DELETE", "/workspaces/{workspace_id}")
-async def delete_workspace(request: Request, workspace_id: IdPath) -> dict:
+async def delete_workspace(request: Request, workspace_id: IdPath) -> Empty:
     spaces.delete_workspace(master(request), workspace_id)
-    return {}
+    return Empty()
 
 
 # -- projects ------------------------------------------------------------------------------------------
 @route(router, "GET", "/workspaces/{workspace_id}/projects")
-async def list_projects(request: Request, workspace_id: IdPath) -> dict:
+async def list_projects(request: Request, workspace_id: IdPath) -> ProjectList:
     with master(request).db.begin() as conn:
         spaces.get_workspace(conn, workspace_id)
         rows = wq.projects_of(conn, workspace_id)
         counts = wq.experiments_per_project(conn, [p["id"] for p in rows])
-        return {"projects": [spaces.project_view(p, counts.get(p["id"], 0)) for p in rows]}
+    return ProjectList(projects=[Project.model_validate(spaces.project_view(p, counts.get(p["id"], 0))) for p in rows])
 
 
 @route(router, "POST", "/workspaces/{workspace_id}/projects")
-async def create_project(request: Request, workspace_id: IdPath, payload: CreateProject) -> dict:
+async def create_project(request: Request, workspace_id: IdPath, payload: CreateProject) -> ProjectEnvelope:
     m = master(request)
     project_id = spaces.create_project(m, workspace_id, payload.name, payload.description, payload.key,
                                        caller(request))
@@ -129,37 +140,37 @@ async def create_project(request: Request, workspace_id: IdPath, payload: Create
 
 
 @route(router, "GET", "/projects/{project_id}")
-async def get_project(request: Request, project_id: IdPath) -> dict:
+async def get_project(request: Request, project_id: IdPath) -> ProjectEnvelope:
     return _project(master(request), project_id)
 
 
 @route(router, "PATCH", "/projects/{project_id}")
-async def edit_project(request: Request, project_id: IdPath, payload: PatchProject) -> dict:
+async def edit_project(request: Request, project_id: IdPath, payload: PatchProject) -> ProjectEnvelope:
     spaces.edit_project(master(request), project_id, payload.model_dump(exclude_unset=True))
     return _project(master(request), project_id)
 
 
 @route(router, "POST", "/projects/{project_id}/archive")
-async def archive_project(request: Request, project_id: IdPath) -> dict:
+async def archive_project(request: Request, project_id: IdPath) -> ProjectEnvelope:
     spaces.set_project_archived(master(request), project_id, True)
     return _project(master(request), project_id)
 
 
 @route(router, "POST", "/projects/{project_id}/unarchive")
-async def unarchive_project(request: Request, project_id: IdPath) -> dict:
+async def unarchive_project(request: Request, project_id: IdPath) -> ProjectEnvelope:
     spaces.set_project_archived(master(request), project_id, False)
     return _project(master(request), project_id)
 
 
 @route(router, "DELETE", "/projects/{project_id}")
-async def delete_project(request: Request, project_id: IdPath) -> dict:
+async def delete_project(request: Request, project_id: IdPath) -> Empty:
     spaces.delete_project(master(request), project_id)
-    return {}
+    return Empty()
 
 
 # -- moving an experiment --------------------------------------------------------------------------------
 @route(router, "POST", "/experiments/{exp_id}/move")
-async def move_experiment(request: Request, exp_id: IdPath, payload: MoveExperiment) -> dict:
+async def move_experiment(request: Request, exp_id: IdPath, payload: MoveExperiment) -> ExperimentEnvelope:
     """Move an experiment to another project: the caller needs edit_experiments where it is (checked before this
     runs) and create_experiments where it goes; its permissions follow it. Its pool must be usable there."""
     m, ident = master(request), identity(request)
@@ -172,26 +183,27 @@ async def move_experiment(request: Request, exp_id: IdPath, payload: MoveExperim
         if pool is not None:
             placement.check_pool(conn, pj["workspace_id"], pj["workspace_name"], pool)
         wq.move_experiment(conn, exp_id, pj["id"])
-        return {"experiment": views.experiment(experiment_rows.get(conn, exp_id)), "warnings": []}
+        moved = views.experiment(experiment_rows.get(conn, exp_id))
+    return ExperimentEnvelope(experiment=Experiment.model_validate(moved), warnings=[])
 
 
 # -- pools bound to workspaces ---------------------------------------------------------------------------
-def _bindings(m: Master, pool: str) -> dict:
+def _bindings(m: Master, pool: str) -> PoolBindingList:
     if pool not in m.settings.cluster.pool_names:
         raise NotFoundError(f"resource pool {pool} not found; the pools are {', '.join(m.settings.cluster.pool_names)}")
     with m.db.begin() as conn:
         ids = wq.bindings(conn, pool).get(pool, [])
         names = {ws["id"]: ws["name"] for ws in wq.all_workspaces(conn)}
-    return {"pool": pool, "workspaceIds": ids, "workspaceNames": [names[i] for i in ids if i in names]}
+    return PoolBindingList(pool=pool, workspaceIds=ids, workspaceNames=[names[i] for i in ids if i in names])
 
 
 @route(router, "GET", "/resource-pools/{pool}/workspace-bindings")
-async def list_bindings(request: Request, pool: PoolPath) -> dict:
+async def list_bindings(request: Request, pool: PoolPath) -> PoolBindingList:
     """The workspaces a pool is bound to (none: every workspace may use it)."""
     return _bindings(master(request), pool)
 
 
-async def _change_bindings(request: Request, pool: str, payload: PoolBindings, bind: bool) -> dict:
+async def _change_bindings(request: Request, pool: str, payload: PoolBindings, bind: bool) -> PoolBindingList:
     m = master(request)
     _bindings(m, pool)
     with m.db.begin() as conn:
@@ -202,10 +214,10 @@ async def _change_bindings(request: Request, pool: str, payload: PoolBindings, b
 
 
 @route(router, "POST", "/resource-pools/{pool}/workspace-bindings")
-async def bind_pool(request: Request, pool: PoolPath, payload: PoolBindings) -> dict:
+async def bind_pool(request: Request, pool: PoolPath, payload: PoolBindings) -> PoolBindingList:
     return await _change_bindings(request, pool, payload, True)
 
 
 @route(router, "DELETE", "/resource-pools/{pool}/workspace-bindings")
-async def unbind_pool(request: Request, pool: PoolPath, payload: PoolBindings) -> dict:
+async def unbind_pool(request: Request, pool: PoolPath, payload: PoolBindings) -> PoolBindingList:
     return await _change_bindings(request, pool, payload, False)

@@ -52,8 +52,8 @@ def _empty_archive() -> bytes:
     return buf.getvalue()
 
 
-def check_command(m: Master, config: dict, archive: bytes | None, *,
-                  read_archive: Callable[[bytes, ArchiveLimits], list[str]] | None = None) -> dict:
+def check_command(m: Master, config: dict[str, Any], archive: bytes | None, *,
+                  read_archive: Callable[[bytes, ArchiveLimits], list[str]] | None = None) -> dict[str, Any]:
     """The command config checked (defaults filled) and its archive validated. No database work: the create
     route runs it in a worker thread, off the event loop, with `read_archive` reading the archive in a worker
     process."""
@@ -78,8 +78,8 @@ def _slots(res: dict[str, Any]) -> int:
     return 1 if slots is None else int(slots)
 
 
-def create_command(m: Master, config: dict, archive: bytes | None, owner: str, *, checked: dict | None = None,
-                   project: Row | None = None) -> int:
+def create_command(m: Master, config: dict[str, Any], archive: bytes | None, owner: str, *,
+                   checked: dict[str, Any] | None = None, project: Row | None = None) -> int:
     """Store a new command and its allocation in `project` (Uncategorized when None); `checked` is what
     `check_command` returned, if it ran already."""
     cfg = checked if checked is not None else check_command(m, config, archive)

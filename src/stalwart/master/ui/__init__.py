@@ -1,7 +1,8 @@
-"""The web UI (docs/ui.md): `install(app)` adds the pages, their JSON and live streams, the series API, signing in
-and out (routes/login.py), and HTML answers for pages' errors: a page asked for without a session redirects to
-the login page, any other error of a page (403 naming the permission, 404) is an HTML page; the JSON API keeps
-its ErrorBody answers (401 stays 401).
+"""The web UI (docs/ui.md), the master's top room: `install(app)` adds the pages (page_routes.py), their JSON and
+live streams (model_routes.py), the series API (routes/series.py), signing in and out (sign_in.py) and single
+sign-on's browser round trip (sso.py), and HTML answers for pages' errors: a page asked for without a session
+redirects to the login page, any other error of a page (403 naming the permission, 404) is an HTML page; the JSON
+API keeps its ErrorBody answers (401 stays 401). Nothing under master/routes imports the UI.
 
 `create_app` calls `install` when it builds the master and `start` from its lifespan, which builds the
 metrics index in a background thread (unless `MasterSettings.ui_metrics_index` is off).
@@ -14,9 +15,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from stalwart.api.errors import AuthError, StalwartError
 from stalwart.master.errors import http_error, stalwart_error
-from stalwart.master.routes import login as login_routes, series as series_routes, ui as ui_routes
-from stalwart.master.ui import pages, viewer
-from stalwart.master.ui.metrics_index import MetricsIndex
+from stalwart.master.routes import series as series_routes
+from stalwart.master.series.index import MetricsIndex
+from stalwart.master.ui import model_routes, page_routes, pages, sign_in, sso, viewer
 
 
 def install(app: FastAPI) -> FastAPI:
@@ -26,15 +27,17 @@ def install(app: FastAPI) -> FastAPI:
     app.state.ui_installed = True
     app.state.metrics_index = MetricsIndex(app.state.master.db)
     app.include_router(series_routes.router)
-    app.include_router(ui_routes.router)
-    app.include_router(login_routes.router)
+    app.include_router(page_routes.router)
+    app.include_router(model_routes.router)
+    app.include_router(sign_in.router)
+    app.include_router(sso.router)
 
     @app.exception_handler(StalwartError)
     async def page_errors(request: Request, exc: StalwartError) -> Response:
         if not pages.is_html_route(request):
             return await stalwart_error(request, exc)
         if isinstance(exc, AuthError):
-            return login_routes.login_redirect(request)
+            return sign_in.login_redirect(request)
         return pages.error_page(exc.http_status, exc.message, exc.details, viewer=viewer.viewer_of(request))
 
     @app.exception_handler(StarletteHTTPException)

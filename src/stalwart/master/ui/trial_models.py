@@ -1,41 +1,43 @@
-"""Page models for the trial page (runs, checkpoints, logs) and the cluster page (agents, slots, pools)."""
+"""Page models for the trial page (runs, checkpoints, logs) and the cluster page (agents, slots, pools).
+
+Reads go through master/queries/ (`trials`, `experiments`, `runs`, `checkpoints`, `agents`, `ui_trials`,
+`ui_cluster`); a trial's stats and metric names come from the metrics index when it is built, else from SQL.
+"""
 
 from __future__ import annotations
 
 import time
 from urllib.parse import urlencode
 
-import sqlalchemy as sa
-
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.models.common import JsonObject
-from stalwart.db import tables as t
 from stalwart.master import views
-from stalwart.master.queries.metrics import metric_names
+from stalwart.master.queries import (
+    agents as agent_queries,
+    checkpoints as checkpoint_queries,
+    experiments as experiment_queries,
+    runs as run_queries,
+    trials as trial_queries,
+    ui_cluster,
+    ui_trials,
+)
+from stalwart.master.queries.rows import Conn, Row
+from stalwart.master.series.index import MetricsIndex
 from stalwart.master.service import Master
 from stalwart.master.ui.metric_choice import default_metric
-from stalwart.master.ui.metrics_index import MetricsIndex
-from stalwart.master.ui.models import TRIAL_SERIES_POINTS, _trial_stats_sql, flatten, ready_index
+from stalwart.master.ui.models import TRIAL_SERIES_POINTS, flatten, ready_index, trial_stats
 
 LEVELS = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-LIVE = ("PENDING", "ASSIGNED", "RUNNING")
 
 
-def _groups_sql(conn: sa.Connection, trial_id: int) -> dict[str, list[str]]:
-    m = t.metrics.c
-    groups = [g for (g,) in conn.execute(sa.select(m.group_name).where(m.trial_id == trial_id).distinct())]
-    return {g: metric_names(conn, trial_id, g) for g in sorted(groups)}
+def _metric_names(conn: Conn, built: MetricsIndex | None, trial_id: int) -> dict[str, list[str]]:
+    """{group: metric names} of a trial: from the built metrics index, else from the metrics table."""
+    return built.names([trial_id]) if built else ui_trials.metric_names_by_group(conn, trial_id)
 
 
-def _checkpoints(conn: sa.Connection, trial_id: int) -> list[JsonObject]:
-    rows = conn.execute(sa.select(t.checkpoints).where(t.checkpoints.c.trial_id == trial_id)
-                        .order_by(t.checkpoints.c.steps_completed)).mappings().all()
-    steps = sorted({r["steps_completed"] for r in rows})
-    vals: dict[int, JsonObject] = {}  # steps -> the metrics of the validation there
-    if steps:
-        m = t.metrics.c
-        vals = dict(conn.execute(sa.select(m.steps_completed, m.metrics).where(
-            m.trial_id == trial_id, m.group_name == "validation", m.steps_completed.in_(steps))).all())
+def _checkpoints(conn: Conn, trial_id: int) -> list[JsonObject]:
+    rows = checkpoint_queries.of_trial(conn, trial_id)
+    vals = ui_trials.validations_at(conn, trial_id, sorted({r["steps_completed"] for r in rows}))
     out: list[JsonObject] = []
     for r in rows:
         d = views.checkpoint(r)
@@ -50,14 +52,13 @@ def trial_page(m: Master, idx: MetricsIndex | None, trial_id: int) -> JsonObject
     """The trial page: the trial, its experiment's searcher metric, runs, checkpoints and its charts' first URLs."""
     built = ready_index(idx)
     with m.db.begin() as conn:
-        row = Master.get_row(conn, t.trials, trial_id, "trial")
-        exp = Master.get_row(conn, t.experiments, row["experiment_id"], "experiment")
+        row = trial_queries.get(conn, trial_id)
+        exp = experiment_queries.get(conn, row["experiment_id"])
         searcher = exp["config"].get("searcher", {})
         metric, smaller = searcher.get("metric"), searcher.get("smaller_is_better", True)
-        runs = conn.execute(sa.select(t.allocations).where(t.allocations.c.trial_id == trial_id)
-                            .order_by(t.allocations.c.created_at)).mappings().all()
-        stats = built.trial_stats(trial_id, metric, smaller) if built else _trial_stats_sql(conn, trial_id, metric)
-        names = built.names([trial_id]) if built else _groups_sql(conn, trial_id)
+        runs = run_queries.of_trial(conn, trial_id)
+        stats = trial_stats(conn, built, trial_id, metric, smaller)
+        names = _metric_names(conn, built, trial_id)
         checkpoints = _checkpoints(conn, trial_id)
     trial = views.trial(row, dict(stats))
     trial["hparams_flat"] = flatten(row["hparams"])
@@ -97,33 +98,21 @@ def trial_logs(m: Master, trial_id: int, *, tail: int = 1000, level: str = "", q
     level = level.upper()
     if level and level not in LEVELS:
         raise InvalidRequest(f"level: expected one of {', '.join(LEVELS)}, got {level!r}")
-    c = t.task_logs.c
+    levels = LEVELS[LEVELS.index(level):] if level else ()
     with m.db.begin() as conn:
-        Master.get_row(conn, t.trials, trial_id, "trial")
-        where = [c.trial_id == trial_id]
-        if level:
-            where.append(c.level.in_(LEVELS[LEVELS.index(level):]))
-        if q:
-            like = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            where.append(c.log.ilike(like, escape="\\"))  # case-insensitive on SQLite and PostgreSQL alike
-        rows = conn.execute(sa.select(t.task_logs).where(*where).order_by(c.id.desc()).limit(tail + 1)).mappings().all()
-        last_id = conn.execute(sa.select(sa.func.max(c.id)).where(c.trial_id == trial_id)).scalar() or 0
+        trial_queries.get(conn, trial_id)
+        rows = ui_trials.log_tail(conn, trial_id, levels=levels, text=q, limit=tail + 1)
+        last_id = ui_trials.last_log_id(conn, trial_id)
     more = len(rows) > tail
     return {"logs": [dict(r) for r in reversed(rows[:tail])], "last_id": last_id, "truncated": more}
 
 
 def cluster_page(m: Master) -> JsonObject:
     """The cluster page: every agent with what runs on each of its slots, the pools, and what waits for slots."""
-    a = t.allocations.c
     with m.db.begin() as conn:
-        agents = conn.execute(sa.select(t.agents).order_by(t.agents.c.id)).mappings().all()
-        live = conn.execute(
-            sa.select(a.id, a.agent_id, a.slot_ids, a.state, a.trial_id, a.started_at,
-                      t.trials.c.experiment_id, t.experiments.c.name.label("experiment_name"))
-            .select_from(t.allocations.outerjoin(t.trials, t.trials.c.id == a.trial_id)
-                         .outerjoin(t.experiments, t.experiments.c.id == t.trials.c.experiment_id))
-            .where(a.state.in_(LIVE))).mappings().all()
-    by_agent: dict[str, list[sa.RowMapping]] = {}
+        agents = agent_queries.in_id_order(conn)
+        live = ui_cluster.live_runs(conn)
+    by_agent: dict[str, list[Row]] = {}
     pending = 0
     for r in live:
         if r["agent_id"] is None:

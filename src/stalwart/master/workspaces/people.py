@@ -9,6 +9,7 @@ import time
 
 from stalwart.api import permissions as P
 from stalwart.api.errors import ConfigError, InvalidRequest, InvalidStateError, NotFoundError
+from stalwart.api.models.workspaces import Group, Role, RoleAssignment
 from stalwart.master.identity import sessions
 from stalwart.master.queries import users as q, workspaces as wq
 from stalwart.master.queries.rows import Conn, Row
@@ -29,9 +30,9 @@ def _user(conn: Conn, username: str) -> Row:
     return user
 
 
-def group_view(conn: Conn, group: Row) -> dict:
-    return {"id": group["id"], "name": group["name"], "members": wq.members(conn, group["id"]),
-            "createdAt": group["created_at"]}
+def group_view(conn: Conn, group: Row) -> Group:
+    return Group(id=group["id"], name=group["name"], members=wq.members(conn, group["id"]),
+                 createdAt=group["created_at"])
 
 
 def create_group(m: Master, name: str, usernames: list[str]) -> None:
@@ -59,10 +60,9 @@ def change_members(m: Master, name: str, usernames: list[str], *, add: bool) -> 
     sessions.forget_all(m)
 
 
-def role_view(role: P.Role) -> dict:
-    return {"name": role.name, "description": role.description,
-            "permissions": sorted(p.name for p in role.permissions),
-            "scopes": ["cluster", "workspace"] if role.workspace_scoped else ["cluster"]}
+def role_view(role: P.Role) -> Role:
+    return Role(name=role.name, description=role.description, permissions=sorted(p.name for p in role.permissions),
+                scopes=["cluster", "workspace"] if role.workspace_scoped else ["cluster"])
 
 
 def get_role(name: str) -> P.Role:
@@ -72,9 +72,10 @@ def get_role(name: str) -> P.Role:
     return role
 
 
-def assignment_view(row: Row) -> dict:
-    return {"id": row["id"], "role": row["role"], "username": row["username"], "groupName": row["group_name"],
-            "workspaceId": row["workspace_id"], "workspaceName": row["workspace_name"], "createdAt": row["created_at"]}
+def assignment_view(row: Row) -> RoleAssignment:
+    return RoleAssignment(id=row["id"], role=row["role"], username=row["username"], groupName=row["group_name"],
+                          workspaceId=row["workspace_id"], workspaceName=row["workspace_name"],
+                          createdAt=row["created_at"])
 
 
 def _who(conn: Conn, username: str | None, group_name: str | None) -> tuple[int | None, int | None]:

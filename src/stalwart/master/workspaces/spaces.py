@@ -41,18 +41,19 @@ def get_project(conn: Conn, project_id: int) -> Row:
     return pj
 
 
-def workspace_views(conn: Conn, rows: list[Row]) -> list[dict]:
+def workspace_views(conn: Conn, rows: list[Row]) -> list[dict[str, Any]]:
     """The views of several workspaces, their counts and pool bindings read once for all."""
     projects, experiments = wq.counts_by_workspace(conn)
     bindings = wq.bindings(conn)
     return [_view(ws, projects, experiments, bindings) for ws in rows]
 
 
-def workspace_view(conn: Conn, ws: Row) -> dict:
+def workspace_view(conn: Conn, ws: Row) -> dict[str, Any]:
     return workspace_views(conn, [ws])[0]
 
 
-def _view(ws: Row, projects: dict[int, int], experiments: dict[int, int], bindings: dict[str, list[int]]) -> dict:
+def _view(ws: Row, projects: dict[int, int], experiments: dict[int, int],
+          bindings: dict[str, list[int]]) -> dict[str, Any]:
     agent = {k: ws[col] for k, col in _AGENT_FIELDS}
     bound = sorted(pool for pool, ids in bindings.items() if ws["id"] in ids)
     return {"id": ws["id"], "name": ws["name"], "archived": bool(ws["archived"]), "immutable": bool(ws["immutable"]),
@@ -63,7 +64,7 @@ def _view(ws: Row, projects: dict[int, int], experiments: dict[int, int], bindin
             "defaultAuxPool": ws["default_aux_pool"], "boundPools": bound}
 
 
-def project_view(pj: Row, num_experiments: int = 0) -> dict:
+def project_view(pj: Row, num_experiments: int = 0) -> dict[str, Any]:
     return {"id": pj["id"], "name": pj["name"], "workspaceId": pj["workspace_id"],
             "workspaceName": pj["workspace_name"], "description": pj["description"], "key": pj["key"],
             "archived": bool(pj["archived"]), "immutable": bool(pj["immutable"]), "createdBy": pj["created_by"],

@@ -5,6 +5,7 @@ Revision ID: 0007
 Revises: 0006
 """
 import time
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -19,7 +20,7 @@ depends_on = None
 UNCATEGORIZED = 'Uncategorized'
 
 
-def _agent_user_columns() -> list[sa.Column]:
+def _agent_user_columns() -> list[sa.Column[Any]]:
     return [sa.Column('agent_uid', sa.Integer, nullable=True), sa.Column('agent_gid', sa.Integer, nullable=True),
             sa.Column('agent_user', sa.String(64), nullable=True),
             sa.Column('agent_group', sa.String(64), nullable=True)]

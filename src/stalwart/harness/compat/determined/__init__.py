@@ -7,6 +7,7 @@ when the real `determined` distribution is installed in the same environment.
 from __future__ import annotations
 
 import importlib
+import types
 
 from stalwart.harness.errors import InvalidHP
 from stalwart.harness.info import ClusterInfo, TrialInfo, get_cluster_info
@@ -20,7 +21,7 @@ _LAZY = {"core", "pytorch", "launch", "searcher", "keras", "tensorflow", "horovo
          "deepspeed"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> types.ModuleType:
     """`import determined as det; det.core.init()` works without importing every submodule up front."""
     if name in _LAZY:
         return importlib.import_module(f"{__name__}.{name}")

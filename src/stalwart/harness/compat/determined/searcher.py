@@ -7,6 +7,8 @@ the master runs it in a process of its own. Determined's runners (`LocalSearchRu
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from stalwart.searcher.custom import (
     Close,
     Create,
@@ -22,7 +24,7 @@ from stalwart.searcher.custom import (
 _RUNNERS = {"LocalSearchRunner", "RemoteSearchRunner", "SearchRunner"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> NoReturn:
     if name in _RUNNERS:
         raise ImportError(
             f"determined.searcher.{name} is not implemented by Stalwart: instead of running a search runner, "

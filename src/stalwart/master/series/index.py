@@ -5,21 +5,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import TypedDict
 
-import sqlalchemy as sa
-
-from stalwart.db import Database, tables as t
-from stalwart.master.downsample import SeriesSummary
+from stalwart.db import Database
+from stalwart.master.queries import series as rows_of
+from stalwart.master.queries.series import MetricRow
+from stalwart.master.series.downsample import SeriesSummary
 
 log = logging.getLogger(__name__)
 
 TERMINAL = ("COMPLETED", "CANCELED", "ERROR")
 CHUNK = 50_000
-
-MetricRow = sa.Row[int, int, str, int, float, str, float]
-"""(metrics id, trial, group, steps, report time, name, value) of one numeric metric."""
 
 
 class Validation(TypedDict):
@@ -103,11 +100,13 @@ class MetricsIndex:
 
     # -- building ---------------------------------------------------------------------------
     def start(self) -> threading.Thread:
+        """Build the index in a background thread (`ready` once it is built)."""
         th = threading.Thread(target=self._build_safely, name="metrics-index", daemon=True)
         th.start()
         return th
 
     def _build_safely(self) -> None:
+        """build(), its error kept in `error` and logged (the index then stays not ready)."""
         try:
             self.build()
         except Exception as err:  # noqa: BLE001 - a stopped master disposes the engine under us
@@ -115,6 +114,7 @@ class MetricsIndex:
             log.warning("metrics index build stopped: %s", err)
 
     def build(self) -> None:
+        """Load every trial and fold every metrics row, a chunk at a time; then the index is `ready`."""
         t0 = time.monotonic()
         with self._lock:
             self._load_trials()
@@ -131,14 +131,13 @@ class MetricsIndex:
                  self.build_seconds)
 
     def _load_trials(self, only_new: bool = False) -> None:
-        q = sa.select(t.trials.c.id, t.trials.c.experiment_id, t.trials.c.runs, t.trials.c.state)
-        if only_new:
-            q = q.where(t.trials.c.id > self.max_trial_id)
+        """Add every trial (or only those created since the last load) to the index."""
         with self.db.begin() as conn:
-            for tid, exp_id, runs, state in conn.execute(q.order_by(t.trials.c.id)):
+            for tid, exp_id, runs, state in rows_of.trials_after(conn, self.max_trial_id if only_new else None):
                 self._add_trial(tid, exp_id, runs, state)
 
     def _add_trial(self, tid: int, exp_id: int, runs: int, state: str) -> TrialEntry:
+        """The trial's entry, made (empty) when the index has none yet."""
         entry = self.trials.get(tid)
         if entry is None:
             entry = self.trials[tid] = TrialEntry(exp_id, runs, state)
@@ -146,26 +145,14 @@ class MetricsIndex:
             self.max_trial_id = max(self.max_trial_id, tid)
         return entry
 
-    def _numbers(self, conn: sa.Connection, where: str, params: dict[str, int]) -> Sequence[MetricRow]:
-        """(metrics id, trial, group, steps, report time, name, value) of every numeric metric, in id order."""
-        if conn.dialect.name == "postgresql":
-            sql = ("SELECT m.id, m.trial_id, m.group_name, m.steps_completed, m.report_time, j.key, "
-                   "(j.value #>> '{}')::float8 FROM metrics m, jsonb_each(m.metrics) j "
-                   f"WHERE {where} AND jsonb_typeof(j.value) = 'number' ORDER BY m.id")
-        else:
-            sql = ("SELECT m.id, m.trial_id, m.group_name, m.steps_completed, m.report_time, j.key, j.value "
-                   f"FROM metrics m, json_each(m.metrics) j WHERE {where} AND j.type IN ('integer', 'real') "
-                   "ORDER BY m.id")
-        return conn.execute(sa.text(sql), params).all()
-
     def _fold_chunk(self) -> int:
         """Fold the metrics rows with ids in (hwm, hwm + CHUNK]; returns how many ids are left after them."""
         with self.db.begin() as conn:
-            top = conn.execute(sa.select(sa.func.max(t.metrics.c.id))).scalar() or 0
+            top = rows_of.top_metrics_id(conn)
             if top <= self.hwm:
                 return 0
             upto = min(top, self.hwm + CHUNK)
-            rows = self._numbers(conn, "m.id > :lo AND m.id <= :hi", {"lo": self.hwm, "hi": upto})
+            rows = rows_of.numbers_between(conn, self.hwm, upto)
         if any(r[1] not in self.trials for r in rows):
             self._load_trials(only_new=True)
         self._fold(rows)
@@ -198,8 +185,9 @@ class MetricsIndex:
             entry.rows += len(xs)
 
     def _rebuild_trial(self, tid: int, entry: TrialEntry) -> None:
+        """Re-read one trial's summaries from its rows (a re-run may have replaced points in place)."""
         with self.db.begin() as conn:
-            rows = self._numbers(conn, "m.trial_id = :tid AND m.id <= :hwm", {"tid": tid, "hwm": self.hwm})
+            rows = rows_of.numbers_of_trial(conn, tid, self.hwm)
         rows_before = entry.rows
         entry.groups = {}
         entry.rows = 0
@@ -238,12 +226,12 @@ class MetricsIndex:
         return self._lock
 
     def _sync_live_trials(self) -> None:
+        """Read the runs and state of the trials not ended; a trial that re-runs is marked dirty."""
         live = [tid for tid, e in self.trials.items() if e.state not in TERMINAL]
         if not live:
             return
         with self.db.begin() as conn:
-            rows = conn.execute(sa.select(t.trials.c.id, t.trials.c.runs, t.trials.c.state)
-                                .where(t.trials.c.id.in_(live))).all()
+            rows = rows_of.runs_and_states(conn, live)
         for tid, runs, state in rows:
             e = self.trials[tid]
             if runs > 1 and runs != e.runs:
@@ -253,6 +241,7 @@ class MetricsIndex:
 
     # -- reading ------------------------------------------------------------------------------
     def summary(self, trial_id: int, group: str, metric: str) -> SeriesSummary | None:
+        """The summary of one series, or None when the index has none."""
         e = self.trials.get(trial_id)
         return e.groups.get(group, {}).get(metric) if e else None
 
@@ -264,9 +253,11 @@ class MetricsIndex:
         return e.groups.get(group, {}).get(metric)
 
     def trial_ids(self, experiment_id: int) -> list[int]:
+        """The ids of an experiment's trials the index holds."""
         return list(self.by_exp.get(experiment_id, ()))
 
     def version(self, trial_ids: Iterable[int]) -> int:
+        """The rows folded for these trials: changes whenever any of their points does."""
         return sum(self.trials[tid].rows for tid in trial_ids if tid in self.trials)
 
     def names(self, trial_ids: Iterable[int], group: str | None = None) -> dict[str, list[str]]:

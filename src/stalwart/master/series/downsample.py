@@ -145,6 +145,7 @@ class SeriesSummary:
         self.width = 1
 
     def add(self, x: float, y: float, t: float) -> None:
+        """Add one point (x steps, y value, t report time)."""
         self.n += 1
         if self.min_y is None or y < self.min_y:
             self.min_x, self.min_y = x, y
@@ -239,6 +240,7 @@ class SeriesSummary:
         return 0.0 if self.raw is not None else float(self.width)
 
     def _coarsen(self) -> None:
+        """Double the leaf width, folding every pair of neighbouring leaves into one."""
         old = self.leaf
         self.leaf = array("d", [_NAN]) * (6 * self.cap)
         self.width *= 2

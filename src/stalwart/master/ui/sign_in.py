@@ -6,7 +6,8 @@ CSRF token (`sessions.CSRF_COOKIE`: readable by the page's scripts, which echo i
 that changes something). A name or an address in back-off after failed logins gets the form again with a 429, its
 Retry-After header and the wait in its message (identity/login_guard.py). POST /logout ends the session and clears
 both. A page asked for without a session is answered by `login_redirect` (ui.install's error handler): a 303 to
-/login?next=<the page>.
+/login?next=<the page>. Single sign-on's browser round trip (ui/sso.py) ends with the same cookies
+(`set_session_cookies`).
 """
 
 from __future__ import annotations
