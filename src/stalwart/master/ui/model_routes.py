@@ -47,6 +47,12 @@ def _given(**values: Any) -> dict[str, Any]:
 
 
 def _json(request: Request, data: dict[str, Any]) -> Response:
+    """A page model's answer, held to its route-table model (a wrong shape is an error, never a wrong answer),
+    encoded once as it was built, with an ETag: the page's next poll of an unchanged model is a 304."""
+    model = lookup(request.method, request.scope["route"].path).response
+    if model is None:
+        raise LookupError(f"{request.method} {request.scope['route'].path}: a page model's route needs its model")
+    model.model_validate(data)
     body = json.dumps(data, separators=(",", ":"), allow_nan=False, default=str).encode()
     etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
