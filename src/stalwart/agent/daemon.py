@@ -1,5 +1,6 @@
-"""The agent's main loop: enroll or register, poll for actions, start and kill trial processes; outlive master
-restarts. The cluster token only enrolls: the agent then presents its own credential (`agent/credential.py`)."""
+"""The agent's main loop: enroll or register, poll for actions, start and kill trials through its launcher
+(`agent/launchers/`); outlive master restarts. The cluster token only enrolls: the agent then presents its own
+credential (`agent/credential.py`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import time
 from collections.abc import Sequence
 
 from stalwart.agent import credential, os_users
-from stalwart.agent.fencing import AgentLock, Lease, kill_recorded
+from stalwart.agent.fencing import AgentLock, Lease
+from stalwart.agent.launchers import LAUNCHERS, LaunchError
 from stalwart.agent.log_buffer import DEFAULT_BLOCK_TIMEOUT, DEFAULT_MAX_BYTES
 from stalwart.agent.outbox import AllocationExited, AllocationStarted, LogShipper, Outbox
 from stalwart.agent.process import TrialProcess
@@ -31,13 +33,14 @@ class Agent:
                  slots: int = 1, slot_type: str = "cpu", resource_pool: str = "default",
                  poll_timeout: float = 20.0, log_buffer_bytes: int = DEFAULT_MAX_BYTES,
                  log_block_timeout: float = DEFAULT_BLOCK_TIMEOUT, keep_work_dirs: int = 0,
-                 task_env_passthrough: Sequence[str] = DEFAULT_TASK_ENV_PASSTHROUGH) -> None:
+                 task_env_passthrough: Sequence[str] = DEFAULT_TASK_ENV_PASSTHROUGH, runtime: str = "process") -> None:
         self.agent_id = agent_id or socket.gethostname()
         self.client = Client(master_url, cluster_token=cluster_token, timeout=poll_timeout + 15)
         self.cluster_token = cluster_token
         self.task_env_passthrough = tuple(task_env_passthrough)  # what tasks get of this agent's env
         self.credential: credential.Stored | None = None  # this agent's own, once found or given
         self.work_root = pathlib.Path(work_root)
+        self.launcher = LAUNCHERS[runtime](self.work_root, self.agent_id)  # how it runs allocations (agent/launchers)
         self.slots, self.slot_type, self.resource_pool = slots, slot_type, resource_pool
         self.poll_timeout = poll_timeout
         self.procs: dict[str, TrialProcess] = {}
@@ -130,13 +133,14 @@ class Agent:
             if allocation_id in self.procs:
                 return
             proc = TrialProcess(order.model_dump(), self.work_root, self.agent_id, self.shipper.add_lines, self._exited,
-                                threads=threads_per_slot(self.slots), passthrough=self.task_env_passthrough)
+                                threads=threads_per_slot(self.slots), passthrough=self.task_env_passthrough,
+                                launcher=self.launcher)
             self.procs[allocation_id] = proc
         try:
             ctx = self.client.allocation_context(allocation_id)
             proc.prepare(ctx.b64Tgz)
             pid = proc.start()
-        except (OSError, StalwartError, os_users.CannotRunAs) as err:
+        except (OSError, StalwartError, os_users.CannotRunAs, LaunchError) as err:
             log.error("could not start allocation %s: %s", allocation_id, err)
             self.shipper.add({"allocation_id": allocation_id, "trial_id": order.trial_id,
                               "agent_id": self.agent_id, "timestamp": time.time(), "stdtype": "stderr",
@@ -163,7 +167,7 @@ class Agent:
             if proc is None:
                 # never started here (or long gone): tell the master it is over
                 proc = TrialProcess({"allocation_id": allocation_id}, self.work_root, self.agent_id,
-                                    self.shipper.add_lines, self._exited)
+                                    self.shipper.add_lines, self._exited, launcher=self.launcher)
                 self.procs[allocation_id] = proc
                 proc.exit_code = -9
                 self._exited(proc)
@@ -207,7 +211,7 @@ class Agent:
     def run_forever(self) -> None:
         self.lock.acquire()  # refuses a second agent on this work directory
         os_users.secure_work_root(self.work_root)  # as root: tasks of OS users pass through it, never list it
-        for allocation_id in kill_recorded(self.work_root):  # survivors of a previous agent on this directory
+        for allocation_id in self.launcher.remove_survivors():  # survivors of a previous agent on this directory
             log.warning("allocation %s had outlived the previous agent; it is killed", allocation_id)
         self.shipper.start()
         self.outbox.start()

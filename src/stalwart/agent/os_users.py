@@ -1,10 +1,10 @@
 """Running a task as an OS user (its owner's link, else its workspace's): who may, and handing it its directories.
 
-An agent that runs as root starts such a task's launcher with that user's uid and gid (and no supplementary
-groups), in a work directory and run directory only that user can enter. The agent's own files stay its own:
-its work root and each allocation's directory can be passed through but not listed (0711), and what it keeps
-in them (its lock, state and process records) is readable by root only. An agent that is not root refuses
-such a task rather than run it as its own user.
+An agent that runs as root starts such a task's run with that user's uid and gid (and no supplementary groups:
+`LaunchSpec.user`, agent/launchers/), in a work directory and run directory only that user can enter. The
+agent's own files stay its own: its work root and each allocation's directory can be passed through but not
+listed (0711), and what it keeps in them (its lock, state and process records) is readable by root only. An
+agent that is not root refuses such a task rather than run it as its own user.
 """
 
 from __future__ import annotations
@@ -79,13 +79,6 @@ def hand_over(path: pathlib.Path, run_as: dict[str, Any]) -> None:
         for name in dirs + files:
             os.lchown(os.path.join(top, name), uid, gid)
     os.chmod(path, PRIVATE_DIR)
-
-
-def popen_args(run_as: dict[str, Any] | None) -> dict[str, Any]:
-    """subprocess.Popen arguments that start the launcher as the task's user (none without one)."""
-    if run_as is None:
-        return {}
-    return {"user": run_as["uid"], "group": run_as["gid"], "extra_groups": []}
 
 
 def user_env(run_as: dict[str, Any] | None) -> dict[str, str]:

@@ -1,29 +1,25 @@
-"""One trial process on this machine: prepare its working directory, start it, stream its output, kill it."""
+"""One trial's run on this agent: prepare its working directory, describe its run to the agent's launcher
+(`agent/launchers/`), stream its output, kill it."""
 
 from __future__ import annotations
 
 import base64
-import contextlib
-import io
 import json
 import os
 import pathlib
-import signal
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from stalwart.agent import os_users, task_env
-from stalwart.agent.fencing import FENCE_FD_ENV, ProcessRecord
+from stalwart.agent.launchers import Launched, Launcher, LaunchSpec, Mount, ProcessLauncher, RunAs
 from stalwart.agent.log_buffer import Meta
 from stalwart.config.agent import DEFAULT_TASK_ENV_PASSTHROUGH
 from stalwart.context import safe_extract
 
-LAUNCHER = [sys.executable, "-m", "stalwart.harness.launch"]
-PUMP_READ = 64 * 1024  # bytes read from a trial's stdout/stderr at a time (whatever has arrived, up to this)
+HARNESS = (sys.executable, "-m", "stalwart.harness.launch")  # every run's entrypoint: the harness's launcher
 MAX_LINE_BYTES = 1024 * 1024  # a longer line (no newline yet) is stored in pieces of this size
 
 
@@ -32,11 +28,12 @@ OnLines = Callable[[Meta, list[tuple[float, str]]], object]
 
 
 class TrialProcess:
-    """One allocation's launcher process on this agent (`order`: the master's StartOrder, as a dict)."""
+    """One allocation's run on this agent (`order`: the master's StartOrder, as a dict), started by `launcher`
+    (by default the process launcher on `root`)."""
 
     def __init__(self, order: dict[str, Any], root: pathlib.Path, agent_id: str, on_line: OnLines,
                  on_exit: Callable[[TrialProcess], object], threads: int | None = None,
-                 passthrough: Sequence[str] = DEFAULT_TASK_ENV_PASSTHROUGH) -> None:
+                 passthrough: Sequence[str] = DEFAULT_TASK_ENV_PASSTHROUGH, launcher: Launcher | None = None) -> None:
         self.order = order
         self.threads = threads  # OMP_NUM_THREADS for each process of this run, unless the agent or config sets it
         self.passthrough = passthrough  # the agent config's task_env_passthrough: what it gets of the agent's env
@@ -48,13 +45,12 @@ class TrialProcess:
         self.agent_id = agent_id
         self._on_line = on_line
         self._on_exit = on_exit
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.launcher = launcher if launcher is not None else ProcessLauncher(root, agent_id)
+        self.run: Launched | None = None
         self.exit_code: int | None = None
         self.killed = False
         self.fenced = False  # killed by the agent itself for lack of the master: its end is a lost agent's
         self._lock = threading.Lock()
-        self.record = ProcessRecord(self.dir)
-        self._fence_fd: int | None = None  # our end of the launcher's watchdog pipe: open while it may run
 
     def prepare(self, archive_b64: str) -> None:
         """Unpack the context and write the info file; with an OS user to run as, hand both directories to it
@@ -73,8 +69,8 @@ class TrialProcess:
             os_users.hand_over(self.workdir, self.run_as)
             os_users.hand_over(self.run_dir, self.run_as)
 
-    def start(self) -> int | None:
-        """Start the launcher; None if a kill arrived first (the exit is reported then)."""
+    def spec(self) -> LaunchSpec:
+        """The run this allocation asks for: the harness's launcher in the work directory, with its environment."""
         # a clean environment (agent/task_env.py): nothing of the agent's own but a minimal base and what the
         # agent config passes on; then what the master set for the task and what its config asks
         env = task_env.inherited(os.environ, self.passthrough)
@@ -86,43 +82,30 @@ class TrialProcess:
         env.update(os_users.user_env(self.run_as))
         if self.threads is not None:
             env.setdefault("OMP_NUM_THREADS", str(self.threads))
+        user = RunAs(self.run_as["uid"], self.run_as["gid"]) if self.run_as is not None else None
+        mounts = tuple(Mount(str(d), str(d), read_only=False) for d in (self.workdir, self.run_dir))
+        return LaunchSpec(self.allocation_id, HARNESS, str(self.workdir), env, user=user, mounts=mounts, fence=True)
+
+    def start(self) -> int | None:
+        """Start the run; its entrypoint's pid, or None if a kill arrived first (the exit is reported then)."""
+        spec = self.spec()
         with self._lock:
             if self.killed:
                 self.exit_code = -9
                 self._on_exit(self)
                 return None
-            read_fd, self._fence_fd = os.pipe()
-            env[FENCE_FD_ENV] = str(read_fd)
-            try:
-                self.proc = subprocess.Popen(
-                    LAUNCHER,
-                    cwd=self.workdir,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    start_new_session=True,
-                    pass_fds=(read_fd,),
-                    **os_users.popen_args(self.run_as),
-                )
-            except BaseException:
-                os.close(self._fence_fd)
-                self._fence_fd = None
-                raise
-            finally:
-                os.close(read_fd)
-            self.record.write(self.proc.pid)  # a restarted agent kills this group if it still runs
+            self.run = run = self.launcher.start(spec)  # recorded: a restarted agent kills it if it still runs
         readers = [
-            threading.Thread(target=self._pump, args=(self.proc.stdout, "stdout"), daemon=True),
-            threading.Thread(target=self._pump, args=(self.proc.stderr, "stderr"), daemon=True),
+            threading.Thread(target=self._pump, args=(run.output("stdout"), "stdout"), daemon=True),
+            threading.Thread(target=self._pump, args=(run.output("stderr"), "stderr"), daemon=True),
         ]
         for r in readers:
             r.start()
-        threading.Thread(target=self._wait, args=(readers,), daemon=True).start()
-        return self.proc.pid
+        threading.Thread(target=self._wait, args=(run, readers), daemon=True).start()
+        return run.pid
 
-    def _pump(self, stream: io.BufferedReader, stdtype: str) -> None:
-        """Read the stream in blocks of whatever has arrived and hand its whole lines, in order, to
+    def _pump(self, chunks: Iterable[bytes], stdtype: str) -> None:
+        """Take the stream's chunks as they arrive and hand its whole lines, in order, to
         `on_line(meta, [(timestamp, text), ...])` (one call per run of lines of one rank). That call blocks
         while the agent's log buffer for this allocation is full: the trial's writes then block too
         (back-pressure), rather than lines being lost."""
@@ -157,7 +140,7 @@ class TrialProcess:
                 self._on_line(meta(current), run)
 
         pending = bytearray()
-        while chunk := stream.read1(PUMP_READ):
+        for chunk in chunks:
             pending += chunk
             end = pending.rfind(b"\n")
             if end < 0 and len(pending) < MAX_LINE_BYTES:
@@ -168,30 +151,15 @@ class TrialProcess:
             del pending[:end + 1]
         if pending:
             emit(pending.decode("utf-8", errors="replace"))
-        stream.close()
 
-    def _wait(self, readers: Sequence[threading.Thread]) -> None:
-        assert self.proc is not None
-        self.exit_code = self.proc.wait()
-        # nothing the trial started may outlive it (no orphan keeps training beside a restart)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self._release_fence()
+    def _wait(self, run: Launched, readers: Sequence[threading.Thread]) -> None:
+        self.exit_code = run.wait()  # nothing of the run is left then, and its fence and record are gone
         for r in readers:
             r.join(timeout=10)
         self._on_exit(self)
 
-    def _release_fence(self) -> None:
-        with self._lock:
-            if self._fence_fd is not None:
-                os.close(self._fence_fd)
-                self._fence_fd = None
-        self.record.remove()
-
     def kill(self) -> None:
         with self._lock:
             self.killed = True
-            if self.proc is None or self.proc.poll() is not None:
-                return
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
+            if self.run is not None:
+                self.run.kill()

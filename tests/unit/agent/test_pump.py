@@ -7,6 +7,7 @@ import os
 import threading
 
 from stalwart.agent import process
+from stalwart.agent.launchers.process import PUMP_READ
 from stalwart.agent.process import TrialProcess
 
 
@@ -25,7 +26,7 @@ def pump(tmp_path, data: bytes) -> list[tuple[dict, str]]:
     writer = threading.Thread(target=write)
     writer.start()
     with open(r, "rb") as stream:
-        proc._pump(stream, "stderr")
+        proc._pump(iter(lambda: stream.read1(PUMP_READ), b""), "stderr")  # as the process launcher reads
     writer.join()
     return got
 
@@ -50,4 +51,4 @@ def test_a_line_longer_than_the_limit_is_stored_in_pieces(tmp_path):
     got = [text for _m, text in pump(tmp_path, b"before\n" + long + b"\nafter\n")]
     assert got[0] == "before" and got[-1] == "after"
     assert "".join(got[1:-1]) == long.decode() and len(got) > 3
-    assert all(len(piece) <= process.MAX_LINE_BYTES + process.PUMP_READ for piece in got)
+    assert all(len(piece) <= process.MAX_LINE_BYTES + PUMP_READ for piece in got)
