@@ -84,6 +84,21 @@ def test_up_fails_showing_the_agents_error_when_its_agent_cannot_start(homes):
     assert "cannot use it as the agent's work directory" in res.stderr
 
 
+def test_up_with_a_container_runtime_whose_engine_is_down_names_its_socket_and_down_forgets_it(homes, tmp_path):
+    env = homes("containers")
+    env["DOCKER_HOST"] = f"unix://{tmp_path}/docker.sock"  # no engine listens there
+    res = run(env, "up", "--runtime", "docker", "--port", str(free_port()))
+    assert res.returncode != 0, res.stdout + res.stderr
+    message = " ".join(res.stderr.split())
+    assert "the local agent exited" in message
+    assert f"no Docker engine answers at unix://{tmp_path}/docker.sock (no such socket)" in message
+    assert record(env)["runtime"] == "docker"
+    assert run(env, "down").returncode == 0
+    res = run(env, "up")  # `down` forgot the runtime: processes again
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert record(env)["runtime"] == "process"
+
+
 def test_up_after_crashes_reuses_what_survived_and_down_leaves_nothing(homes, tmp_path):
     env = homes("crashy")
     ledger = tmp_path / "ledger"

@@ -7,11 +7,12 @@ from __future__ import annotations
 import logging
 import pathlib
 import socket
+import sys
 import threading
 import time
 from collections.abc import Sequence
 
-from stalwart.agent import credential, os_users
+from stalwart.agent import credential, harness_bundle, os_users
 from stalwart.agent.fencing import AgentLock, Lease
 from stalwart.agent.launchers import LAUNCHERS, LaunchError
 from stalwart.agent.log_buffer import DEFAULT_BLOCK_TIMEOUT, DEFAULT_MAX_BYTES
@@ -33,14 +34,16 @@ class Agent:
                  slots: int = 1, slot_type: str = "cpu", resource_pool: str = "default",
                  poll_timeout: float = 20.0, log_buffer_bytes: int = DEFAULT_MAX_BYTES,
                  log_block_timeout: float = DEFAULT_BLOCK_TIMEOUT, keep_work_dirs: int = 0,
-                 task_env_passthrough: Sequence[str] = DEFAULT_TASK_ENV_PASSTHROUGH, runtime: str = "process") -> None:
+                 task_env_passthrough: Sequence[str] = DEFAULT_TASK_ENV_PASSTHROUGH, runtime: str = "process",
+                 engine_url: str | None = None) -> None:
         self.agent_id = agent_id or socket.gethostname()
         self.client = Client(master_url, cluster_token=cluster_token, timeout=poll_timeout + 15)
         self.cluster_token = cluster_token
         self.task_env_passthrough = tuple(task_env_passthrough)  # what tasks get of this agent's env
         self.credential: credential.Stored | None = None  # this agent's own, once found or given
         self.work_root = pathlib.Path(work_root)
-        self.launcher = LAUNCHERS[runtime](self.work_root, self.agent_id)  # how it runs allocations (agent/launchers)
+        # how it runs allocations (agent/launchers); a container runtime's engine at engine_url (None: its default)
+        self.launcher = LAUNCHERS[runtime](self.work_root, self.agent_id, engine_url=engine_url)
         self.slots, self.slot_type, self.resource_pool = slots, slot_type, resource_pool
         self.poll_timeout = poll_timeout
         self.procs: dict[str, TrialProcess] = {}
@@ -134,7 +137,7 @@ class Agent:
                 return
             proc = TrialProcess(order.model_dump(), self.work_root, self.agent_id, self.shipper.add_lines, self._exited,
                                 threads=threads_per_slot(self.slots), passthrough=self.task_env_passthrough,
-                                launcher=self.launcher)
+                                launcher=self.launcher, slot_type=self.slot_type)
             self.procs[allocation_id] = proc
         try:
             ctx = self.client.allocation_context(allocation_id)
@@ -144,7 +147,7 @@ class Agent:
             log.error("could not start allocation %s: %s", allocation_id, err)
             self.shipper.add({"allocation_id": allocation_id, "trial_id": order.trial_id,
                               "agent_id": self.agent_id, "timestamp": time.time(), "stdtype": "stderr",
-                              "source": "agent", "level": "ERROR", "log": f"agent could not start the trial: {err}"})
+                              "source": "agent", "level": "ERROR", "log": f"agent could not start the task: {err}"})
             proc.exit_code = 1
             self._exited(proc)
             return
@@ -156,7 +159,8 @@ class Agent:
     def _exited(self, proc: TrialProcess) -> None:
         log.info("allocation %s exited with %s", proc.allocation_id, proc.exit_code)
         self.outbox.send(
-            AllocationExited(proc.allocation_id, self.agent_id, proc.exit_code, agent_lost=proc.fenced),
+            AllocationExited(proc.allocation_id, self.agent_id, proc.exit_code, agent_lost=proc.fenced,
+                             setup_failed=proc.setup_failed),
             before=lambda: self.shipper.flush(allocation_id=proc.allocation_id),  # its lines first, all of them
         )
         self.workdirs.ended(proc.allocation_id)  # its directory goes once that report has reached the master
@@ -213,6 +217,8 @@ class Agent:
         os_users.secure_work_root(self.work_root)  # as root: tasks of OS users pass through it, never list it
         for allocation_id in self.launcher.remove_survivors():  # survivors of a previous agent on this directory
             log.warning("allocation %s had outlived the previous agent; it is killed", allocation_id)
+        if self.launcher.runs_images:  # the harness for this agent's own Python, ready before the first task asks
+            threading.Thread(target=self._warm_harness_bundle, daemon=True, name="harness-bundle").start()
         self.shipper.start()
         self.outbox.start()
         threading.Thread(target=self._keep_lease, daemon=True, name="lease").start()
@@ -229,6 +235,16 @@ class Agent:
                 log.warning("master refused the action poll: %s; re-registering", err)
                 self._stop.wait(1.0)
                 self._register()
+
+    def _warm_harness_bundle(self) -> None:
+        """Build the harness bundle for this agent's own Python minor version (the usual image's) in the
+        background: the first container task then does not wait for it. A failure here is only logged: the task
+        that needs the bundle builds it again and reports why it could not."""
+        try:
+            harness_bundle.bundle_dir(harness_bundle.cache_root(self.work_root), sys.version_info[:2])
+        except (harness_bundle.BundleError, OSError) as err:
+            log.warning("could not build the harness bundle for Python %d.%d ahead of time: %s",
+                        *sys.version_info[:2], err)
 
     def stop(self, kill_running: bool = True) -> None:
         self._stop.set()

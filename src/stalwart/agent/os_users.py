@@ -32,14 +32,15 @@ def describe(run_as: dict[str, Any]) -> str:
     return f"OS user {run_as['user']} (uid {run_as['uid']}, group {run_as['group']}, gid {run_as['gid']})"
 
 
-def check(run_as: dict[str, Any], work_root: pathlib.Path) -> None:
-    """Raise CannotRunAs unless this agent can run a task as `run_as` with its work directory under `work_root`."""
+def check(run_as: dict[str, Any], work_root: pathlib.Path, reach: bool = True) -> None:
+    """Raise CannotRunAs unless this agent can run a task as `run_as` with its work directory under `work_root`
+    (`reach`: that user must reach it through the host's directories, as a process does; a container does not)."""
     if not is_root():
         raise CannotRunAs(
             f"this task must run as {describe(run_as)}, but the agent runs as uid {os.geteuid()}, not root: the agent "
             f"must run as root to run tasks as OS users. Run the agent as root, or remove the link "
             f"(`stalwart user link-with-agent-user NAME --unlink`, or the workspace's default OS user)")
-    blocked = unreachable_dir(pathlib.Path(work_root), run_as["uid"], run_as["gid"])
+    blocked = unreachable_dir(pathlib.Path(work_root), run_as["uid"], run_as["gid"]) if reach else None
     if blocked is not None:
         raise CannotRunAs(
             f"{describe(run_as)} cannot enter {blocked} (mode {oct(blocked.stat().st_mode & 0o777)}), so it could not "

@@ -100,16 +100,19 @@ class AllocationStarted:
 
 @dataclass(frozen=True)
 class AllocationExited:
-    """'This allocation's process has ended' (`agent_lost`: the agent killed it for lack of the master)."""
+    """'This allocation's process has ended' (`agent_lost`: the agent killed it for lack of the master;
+    `setup_failed`: it never ran, its container could not be set up: the image could not be pulled or cannot run
+    the harness, which is not the user's code failing and uses up no restart)."""
 
     allocation_id: str
     agent_id: str
     exit_code: int | None
     agent_lost: bool = False
+    setup_failed: bool = False
 
     def deliver(self, client: Client) -> None:
         client.allocation_exited(self.allocation_id, agent_id=self.agent_id, exit_code=self.exit_code,
-                                 agent_lost=self.agent_lost)
+                                 agent_lost=self.agent_lost, setup_failed=self.setup_failed)
 
     def __str__(self) -> str:
         return f"the exit of allocation {self.allocation_id}"

@@ -11,15 +11,25 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
-from stalwart.agent import os_users, task_env
-from stalwart.agent.launchers import Launched, Launcher, LaunchSpec, Mount, ProcessLauncher, RunAs
+from stalwart.agent import container_order, os_users, task_env
+from stalwart.agent.launchers import (
+    Harness,
+    ImageError,
+    Launched,
+    Launcher,
+    LaunchSpec,
+    Mount,
+    ProcessLauncher,
+    RunAs,
+)
 from stalwart.agent.log_buffer import Meta
 from stalwart.config.agent import DEFAULT_TASK_ENV_PASSTHROUGH
 from stalwart.context import safe_extract
 
-HARNESS = (sys.executable, "-m", "stalwart.harness.launch")  # every run's entrypoint: the harness's launcher
+HARNESS_MODULE = ("-m", "stalwart.harness.launch")  # every run's entrypoint: the harness's launcher
 MAX_LINE_BYTES = 1024 * 1024  # a longer line (no newline yet) is stored in pieces of this size
 
 
@@ -33,7 +43,8 @@ class TrialProcess:
 
     def __init__(self, order: dict[str, Any], root: pathlib.Path, agent_id: str, on_line: OnLines,
                  on_exit: Callable[[TrialProcess], object], threads: int | None = None,
-                 passthrough: Sequence[str] = DEFAULT_TASK_ENV_PASSTHROUGH, launcher: Launcher | None = None) -> None:
+                 passthrough: Sequence[str] = DEFAULT_TASK_ENV_PASSTHROUGH, launcher: Launcher | None = None,
+                 slot_type: str = "cpu") -> None:
         self.order = order
         self.threads = threads  # OMP_NUM_THREADS for each process of this run, unless the agent or config sets it
         self.passthrough = passthrough  # the agent config's task_env_passthrough: what it gets of the agent's env
@@ -50,13 +61,16 @@ class TrialProcess:
         self.exit_code: int | None = None
         self.killed = False
         self.fenced = False  # killed by the agent itself for lack of the master: its end is a lost agent's
+        self.setup_failed = False  # its image could not be had or cannot run the harness: not the user's code
+        self.slot_type = slot_type  # the agent's: a cuda agent's slots are GPUs a container gets
         self._lock = threading.Lock()
 
     def prepare(self, archive_b64: str) -> None:
         """Unpack the context and write the info file; with an OS user to run as, hand both directories to it
         (os_users.CannotRunAs when this agent cannot: not root, or the work root out of that user's reach)."""
         if self.run_as is not None:
-            os_users.check(self.run_as, self.dir.parent)
+            # in a container the directories are mounted at their paths, below parents the engine makes passable
+            os_users.check(self.run_as, self.dir.parent, reach=not self.launcher.runs_images)
             self.dir.mkdir(parents=True, exist_ok=True)
             os.chmod(self.dir, os_users.PASS_THROUGH)  # the agent's process record stays in here, root's
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -69,8 +83,10 @@ class TrialProcess:
             os_users.hand_over(self.workdir, self.run_as)
             os_users.hand_over(self.run_dir, self.run_as)
 
-    def spec(self) -> LaunchSpec:
-        """The run this allocation asks for: the harness's launcher in the work directory, with its environment."""
+    def spec(self, harness: Harness | None = None) -> LaunchSpec:
+        """The run this allocation asks for: the harness's launcher in the work directory, with its environment
+        (`harness`: how to start it; by default with this agent's own Python)."""
+        harness = harness if harness is not None else Harness((sys.executable,))
         # a clean environment (agent/task_env.py): nothing of the agent's own but a minimal base and what the
         # agent config passes on; then what the master set for the task and what its config asks
         env = task_env.inherited(os.environ, self.passthrough)
@@ -82,13 +98,62 @@ class TrialProcess:
         env.update(os_users.user_env(self.run_as))
         if self.threads is not None:
             env.setdefault("OMP_NUM_THREADS", str(self.threads))
+        for key, value in harness.env.items():  # the harness's own packages first on PYTHONPATH
+            env = container_order.with_path_first(env, key, value)
         user = RunAs(self.run_as["uid"], self.run_as["gid"]) if self.run_as is not None else None
         mounts = tuple(Mount(str(d), str(d), read_only=False) for d in (self.workdir, self.run_dir))
-        return LaunchSpec(self.allocation_id, HARNESS, str(self.workdir), env, user=user, mounts=mounts, fence=True)
+        return LaunchSpec(self.allocation_id, harness.python + HARNESS_MODULE, str(self.workdir), env, user=user,
+                          mounts=mounts + harness.mounts, fence=True)
+
+    def container_spec(self) -> LaunchSpec:
+        """The run in the order's image: the image made present first (a pull's progress goes to the task's log),
+        then the harness mounted in for the image's Python; ImageError when either cannot be."""
+        run = container_order.container_run(self.order, list(self.order.get("slot_ids") or []), self.slot_type)
+        self.launcher.prepare_image(run.source, self._agent_line)
+        base = self.spec(self.launcher.harness(run.source.image))
+        for mount in run.mounts:
+            self._ensure_host_dir(pathlib.Path(mount.host_path))
+        return replace(base, image=run.source.image, mounts=base.mounts + run.mounts, shm_size=run.shm_size,
+                       container=run.options)
+
+    def launch_spec(self) -> LaunchSpec:
+        """The run as this agent's launcher runs it: in the order's image on a container runtime (ImageError when
+        the order names none), else as a process (an image the order names is then not used: said in its log)."""
+        image = container_order.image_of(self.order)
+        if self.launcher.runs_images:
+            if image is None:
+                raise ImageError(f"no image for this task: agent {self.agent_id} runs tasks in {self.launcher.name} "
+                                 "containers; set environment.image in the task's config, or task_container_defaults"
+                                 ".image in the master's config")
+            return self.container_spec()
+        if image is not None:
+            self._agent_line(f"agent {self.agent_id} runs tasks as local processes (runtime process): the image "
+                             f"{image} is not used; run agents with --runtime docker or podman to run it", "WARNING")
+        return self.spec()
+
+    def _ensure_host_dir(self, path: pathlib.Path) -> None:
+        """A bind mount's host directory that does not exist yet is made (the checkpoint storage's, typically),
+        and given to the task's OS user (the engine would otherwise make it, root's)."""
+        if path.exists():
+            return
+        path.mkdir(parents=True, exist_ok=True)
+        if self.run_as is not None:
+            os_users.hand_over(path, self.run_as)
+
+    def _agent_line(self, text: str, level: str = "INFO") -> None:
+        """A line of the agent's own in the task's log (an image's pull progress, a warning)."""
+        meta: Meta = {"allocation_id": self.allocation_id, "trial_id": self.order.get("trial_id"),
+                      "agent_id": self.agent_id, "rank_id": None, "stdtype": "stdout", "source": "agent",
+                      "level": level}
+        self._on_line(meta, [(time.time(), text)])
 
     def start(self) -> int | None:
         """Start the run; its entrypoint's pid, or None if a kill arrived first (the exit is reported then)."""
-        spec = self.spec()
+        try:
+            spec = self.launch_spec()
+        except ImageError:
+            self.setup_failed = True
+            raise
         with self._lock:
             if self.killed:
                 self.exit_code = -9

@@ -52,3 +52,4 @@ class ExitReason(str, enum.Enum):
     PREEMPTED = "PREEMPTED"  # it exited after acknowledging a preemption
     INVALID_HP = "INVALID_HP"
     USER_REQUESTED_STOP = "USER_REQUESTED_STOP"
+    SETUP_FAILED = "SETUP_FAILED"  # its container could not be set up (image pull, harness): no restart is used up

@@ -13,8 +13,9 @@ from types import FrameType
 import click
 
 from stalwart.api.errors import InvalidRequest
-from stalwart.cli import home as homes, local_cluster, output
+from stalwart.cli import agent_runtime, home as homes, local_cluster, output
 from stalwart.cli.base import AliasedGroup, client_of, format_options
+from stalwart.config.agent import RUNTIMES
 
 
 @click.command("up")
@@ -24,7 +25,10 @@ from stalwart.cli.base import AliasedGroup, client_of, format_options
 @click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
               help="Master config file (pools, scheduler, security, ...), kept in $STALWART_HOME for later starts; "
                    "the local agent joins its default compute pool.")
-def up(port: int | None, slots: int | None, foreground: bool, config_file: str | None) -> None:
+@click.option("--runtime", type=click.Choice(RUNTIMES), default=None,
+              help="How the local agent runs tasks: process (default), or docker or podman to run each in its "
+                   "`environment.image` (the engine must be running: docs/containers.md).")
+def up(port: int | None, slots: int | None, foreground: bool, config_file: str | None, runtime: str | None) -> None:
     """Start a local cluster: a master and one agent.
 
     Both run in the background (in this terminal with --foreground), with their SQLite database, logs and cluster
@@ -32,7 +36,9 @@ def up(port: int | None, slots: int | None, foreground: bool, config_file: str |
     it is. `down` stops it; `master run` and `agent run` start the parts of a cluster of several machines.
 
     The master config given with --config is copied into $STALWART_HOME and used by every later start of this
-    home's cluster (`up` without --config, or a command that starts it) until another --config replaces it."""
+    home's cluster (`up` without --config, or a command that starts it) until another --config replaces it.
+    With --runtime docker or podman the agent runs each trial and command in a container of its image; `down`
+    forgets it (the next `up` runs processes unless given --runtime again)."""
     pool = None  # the config's default compute pool; else the recorded cluster's, else "default"
     if config_file:
         from stalwart.config.master import load_master_config
@@ -45,7 +51,8 @@ def up(port: int | None, slots: int | None, foreground: bool, config_file: str |
         # Ctrl-C must work even when a launching script left SIGINT ignored (`cmd &` without job control).
         signal.signal(signal.SIGINT, signal.default_int_handler)
         output.info(f"Starting master and agent in the foreground (state in {homes.home()}); Ctrl-C stops them.")
-    rec = local_cluster.start(port=port, slots=slots, foreground=foreground, config=config_file, pool=pool)
+    rec = local_cluster.start(port=port, slots=slots, foreground=foreground, config=config_file, pool=pool,
+                              runtime=runtime)
     if foreground:
         return
     if rec.get("already_running") and rec.get("same_config"):
@@ -172,9 +179,20 @@ def agent() -> None:
 @click.option("--task-env-passthrough", "passthrough", multiple=True, metavar="PATTERN",
               help="A variable of the agent's environment its tasks get too, or a glob such as 'HF_*'; repeat it. "
                    "Replaces the config's list (default: LD_LIBRARY_PATH, CUDA_*, NCCL_* and the proxy variables).")
+@click.option("--runtime", type=click.Choice(RUNTIMES), default=None,
+              help="How tasks run: as processes in this agent's Python (process, the default), or in containers of "
+                   "their `environment.image` on Docker or Podman (docs/containers.md). Else the config's `runtime`.")
+@click.option("--engine-url", default=None, metavar="URL",
+              help="The container engine's socket, e.g. unix:///run/podman/podman.sock (default: $DOCKER_HOST or "
+                   "/var/run/docker.sock for docker; Podman's rootful or rootless socket). Else the config's "
+                   "`container_engine_url`.")
+@click.option("--harness-bundles", default=None, metavar="DIR", envvar=agent_runtime.HARNESS_BUNDLES_ENV,
+              help="Stalwart's harness for containers' Pythons, built beforehand with `agent harness-bundle --dest "
+                   "DIR` (for agents that reach no package index). Else the config's `harness_bundles`.")
 def agent_run(master_url: str, token: str | None, token_file: str | None, agent_id: str | None, slots: int | None,
               resource_pool: str, work_dir: str | None, log_buffer_mib: float, log_block_timeout: float,
-              keep_work_dirs: int, config_file: str | None, passthrough: tuple[str, ...]) -> None:
+              keep_work_dirs: int, config_file: str | None, passthrough: tuple[str, ...], runtime: str | None,
+              engine_url: str | None, harness_bundles: str | None) -> None:
     """Run an agent in the foreground until it is stopped.
 
     It enrolls with the master at --master (with the cluster token, only the first time), then starts the tasks
@@ -197,12 +215,15 @@ def agent_run(master_url: str, token: str | None, token_file: str | None, agent_
     if keep_work_dirs < 0:
         raise InvalidRequest(f"--keep-work-dirs: expected a number of directories >= 0, got {keep_work_dirs}")
     count, slot_type = detect(slots)
+    chosen = agent_runtime.choose(runtime, engine_url, harness_bundles, agent_config)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     a = Agent(master_url, token, work, agent_id=agent_id,
               slots=count, slot_type=slot_type, resource_pool=resource_pool,
               log_buffer_bytes=max(1, int(log_buffer_mib * 1024 * 1024)), log_block_timeout=log_block_timeout,
               keep_work_dirs=keep_work_dirs,
-              task_env_passthrough=passthrough or agent_config.task_env_passthrough)
+              task_env_passthrough=passthrough or agent_config.task_env_passthrough, runtime=chosen.name,
+              engine_url=chosen.engine_url)
+    agent_runtime.check_engine(chosen.name, a.launcher.engine_url)  # a container engine that does not answer: refused
 
     def _term(_sig: int, _frame: FrameType | None) -> None:
         a.stop(kill_running=True)
@@ -310,6 +331,9 @@ def agent_revoke(ctx: click.Context, agent_id: str, reenroll: bool) -> None:
              else "the cluster token cannot enroll this id again")
     output.console.print(f"Revoked agent {agent_id}'s credential: it is cut off from its next call; its running tasks "
                          f"are counted lost after the agent timeout; {again}.")
+
+
+agent.add_command(agent_runtime.harness_bundle_command)
 
 
 @click.group("slot", cls=AliasedGroup, aliases={"ls": "list"})

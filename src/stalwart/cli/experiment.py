@@ -39,10 +39,11 @@ def experiment() -> None:
     short for `experiment`."""
 
 
-def submit(client: Client, config_text: str, context_b64: str, *, paused: bool
+def submit(client: Client, config_text: str, context_b64: str, *, paused: bool, parent_id: int | None = None
            ) -> tuple[CreatedExperiment, Experiment]:
-    """Create an experiment (started unless `paused`), show the master's warnings, and return its answer."""
-    reply = client.create_experiment(config_text, context_b64, activate=not paused)
+    """Create an experiment (started unless `paused`; `parent_id`: the one it is forked from), show the master's
+    warnings, and return its answer."""
+    reply = client.create_experiment(config_text, context_b64, activate=not paused, parent_id=parent_id)
     for w in reply.warnings:
         output.warn(w)
     if reply.experiment is None:

@@ -77,7 +77,7 @@ def fork(ctx: click.Context, exp_id: int, config_file: str | None, overrides: tu
         config = merge_defaults(read_config_mapping(config_file), config)
     config = apply_overrides(config, list(overrides))
     context = client.experiment_model_def(exp_id).b64Tgz
-    reply, exp = submit(client, yaml.safe_dump(config, sort_keys=False), context, paused=paused)
+    reply, exp = submit(client, yaml.safe_dump(config, sort_keys=False), context, paused=paused, parent_id=exp_id)
     if fmt is output.Format.TABLE:
         output.console.print(f"Forked experiment {exp.id} ({exp.name}) from experiment {exp_id}, state "
                              f"{exp.state.value}")

@@ -22,6 +22,7 @@ class LocalRecord(TypedDict, total=False):
     config: str | None
     slots: int | None
     pool: str
+    runtime: str  # the agent's: process, docker or podman (`up --runtime`)
 
 
 class StartedRecord(LocalRecord, total=False):

@@ -203,12 +203,14 @@ def wait_for_agent(url: str, agent_id: str, proc: subprocess.Popen[bytes] | None
 
 
 def start(port: int | None = None, slots: int | None = None, foreground: bool = False, config: str | None = None,
-          pool: str | None = None) -> homes.StartedRecord:
+          pool: str | None = None, runtime: str | None = None) -> homes.StartedRecord:
     """Start master and agent; returns the record written to $STALWART_HOME/local-cluster.json.
 
     After a crash, the survivors of the last start are reused: a master that still answers, an agent
     that still runs (its trials too), and the recorded port, so that nothing runs twice. After `down`, the
     port the master had is used again (kept_settings.KEPT_PORT), unless --port or the master config names another.
+    The agent's runtime (`up --runtime`), like its slots, is the one given, else the last start's until `down`, else
+    `process`.
     """
     _check_numbers(port, slots)
     base = homes.home()
@@ -227,6 +229,7 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
     kept_before = read_text(kept_config(base))  # put back if a master started with a new --config fails
     config = (rec.get("config") if survivors else None) or config_to_use(base, config)
     slots = slots if slots is not None else rec.get("slots")
+    runtime = runtime or rec.get("runtime") or "process"
     pool = pool or rec.get("pool") or _from_config(config, lambda c: c.default_compute_pool) or "default"
     if master_pid and not master_alive(rec["url"], timeout=5.0):
         raise InvalidStateError(f"this home's master (pid {master_pid}) runs but does not answer at {rec['url']}; "
@@ -244,11 +247,11 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
     agent_id = socket.gethostname()
     since = time.time() - 1.0  # a registration (or a survivor's re-registration) after this start
     if not agent_pid:
-        agent = _start_agent(base, url, agent_id, pool, slots, foreground)
+        agent = _start_agent(base, url, agent_id, pool, slots, foreground, runtime)
         agent_pid = agent.pid
     record: homes.StartedRecord = {
         "url": url, "master_pid": master_pid, "agent_pid": agent_pid, "home": str(base), "port": port,
-        "cluster_id": cluster_id, "config": config, "slots": slots, "pool": pool}
+        "cluster_id": cluster_id, "config": config, "slots": slots, "pool": pool, "runtime": runtime}
     _write_record(base, record)  # before waiting: `down` must find what was started, whatever happens next
     wait_for_agent(url, agent_id, agent, since)
     if foreground:
@@ -339,10 +342,11 @@ def _start_master(base: pathlib.Path, port: int, config: str | None, foreground:
 
 
 def _start_agent(base: pathlib.Path, url: str, agent_id: str, pool: str, slots: int | None,
-                 foreground: bool) -> subprocess.Popen[bytes]:
-    """Spawn this home's agent (its work directory in the home) in `pool`."""
+                 foreground: bool, runtime: str = "process") -> subprocess.Popen[bytes]:
+    """Spawn this home's agent (its work directory in the home) in `pool`, running tasks with `runtime`."""
     args = ["agent", "run", "--master", url, "--token-file", str(homes.token_file(base)),
-            "--work-dir", str(base / "agent"), "--resource-pool", pool, "--agent-id", agent_id]
+            "--work-dir", str(base / "agent"), "--resource-pool", pool, "--agent-id", agent_id,
+            "--runtime", runtime]
     if slots is not None:
         args += ["--slots", str(slots)]
     return _spawn(args, "agent.log", foreground)

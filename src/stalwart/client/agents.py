@@ -59,9 +59,11 @@ class AgentsApi(Api):
                          json_body=body(allocations.Started, agent_id=agent_id, pid=pid))
 
     def allocation_exited(self, allocation_id: str, *, agent_id: str, exit_code: int | None,
-                          agent_lost: bool = False) -> common.Empty:
+                          agent_lost: bool = False, setup_failed: bool = False) -> common.Empty:
+        """`setup_failed`: the task never ran (its container could not be set up); it uses up no restart."""
         return self.call(EXITED, path={"allocation_id": allocation_id}, json_body=body(
-            allocations.Exited, agent_id=agent_id, exit_code=exit_code, agent_lost=agent_lost))
+            allocations.Exited, agent_id=agent_id, exit_code=exit_code, agent_lost=agent_lost,
+            setup_failed=setup_failed))
 
     def ship_logs(self, runs: Sequence[Mapping[str, Any]]) -> trials.Accepted:
         """Log lines as `agents.LogRun`s: {allocation_id, trial_id, agent_id, rank_id, stdtype, source, level,

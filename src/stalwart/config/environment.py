@@ -84,17 +84,27 @@ def empty_environment_variables() -> dict[str, Any]:
 _PORT = integer(minimum=1, maximum=65535)
 _STR = Field(string())
 
-_REGISTRY_AUTH = {
-    key: _STR
-    for key in (
-        "username",
-        "password",
-        "auth",
-        "email",
-        "serveraddress",
-        "identitytoken",
-        "registrytoken",
-    )
+
+
+def _secret_text(value: Any, path: str, problems: Problems) -> Any:
+    """A string that is a secret: a wrong one is named by its type only, never shown."""
+    if not isinstance(value, str):
+        kind = "a mapping" if isinstance(value, Mapping) else "a list" if isinstance(value, list) else "a " + type(
+            value).__name__
+        problems.add(path, f"expected a string, got {kind} (its value is a secret and is not shown)")
+    return value
+
+
+_SECRET = Field(_secret_text)
+# Docker's auth config; `password`, `auth`, `identitytoken` and `registrytoken` are secrets (config/secrets.py)
+REGISTRY_AUTH_SPEC: dict[str, Field] = {
+    "username": _STR,
+    "password": _SECRET,
+    "auth": _SECRET,
+    "email": _STR,
+    "serveraddress": _STR,
+    "identitytoken": _SECRET,
+    "registrytoken": _SECRET,
 }
 
 _PROXY_PORT = {
@@ -110,7 +120,7 @@ ENVIRONMENT_SPEC: dict[str, Field] = {
         check_environment_variables, default=empty_environment_variables
     ),
     "force_pull_image": Field(boolean(), default=False),
-    "registry_auth": Field(section(_REGISTRY_AUTH)),
+    "registry_auth": Field(section(REGISTRY_AUTH_SPEC)),
     "add_capabilities": Field(list_of(string()), default=list),
     "drop_capabilities": Field(list_of(string()), default=list),
     "pod_spec": Field(any_map()),

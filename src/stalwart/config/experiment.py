@@ -95,14 +95,11 @@ EXPERIMENT_SPEC: dict[str, Field] = {
 # Keys that parse but do nothing in Stalwart; setting one gives a warning.
 NO_EFFECT_KEYS: set[str] = {"optimizations", "profiling"}
 
-_NOT_CONTAINERS = "ignored: Stalwart runs trials as local processes, not containers"
-# Keys for things Stalwart does differently: kept in the stored config, warned about when set.
+# Keys for things Stalwart does differently: kept in the stored config, warned about when set. The container keys
+# (environment.image, registry_auth, bind_mounts, resources.devices, ...) are honoured by Docker and Podman agents.
 IGNORED_KEYS: dict[str, str] = {
-    "environment.image": _NOT_CONTAINERS,
-    "environment.pod_spec": _NOT_CONTAINERS,
-    "environment.registry_auth": _NOT_CONTAINERS,
-    "environment.force_pull_image": _NOT_CONTAINERS,
-    "bind_mounts": _NOT_CONTAINERS,
+    "environment.pod_spec": "ignored: Kubernetes only; Stalwart's agents run tasks as processes or in Docker or "
+                            "Podman containers",
     "slurm": "ignored: Stalwart does not submit trials to Slurm",
     "pbs": "ignored: Stalwart does not submit trials to PBS",
 }

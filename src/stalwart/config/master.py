@@ -18,6 +18,8 @@ import yaml
 
 from stalwart.api.errors import ConfigError
 from stalwart.config._schema import Problems, check_section
+from stalwart.config.container_defaults import ContainerDefaults, defaults_of, merge_over
+from stalwart.config.container_policy import ContainerPolicy
 from stalwart.config.master_schema import (
     CREATOR_ROLE_IDS,
     DEFAULT_MAX_CONTEXT_MEMBERS,
@@ -52,8 +54,10 @@ class PoolConfig:
     name: str
     description: str = ""
     scheduler: SchedulerConfig = SchedulerConfig()
-    task_container_defaults: dict[str, Any] = field(default_factory=dict)
+    # the keys the pool gives (checked); repr=False: registry_auth's password is a secret, never logged
+    task_container_defaults: dict[str, Any] = field(default_factory=dict, repr=False)
     allow_root_tasks: bool | None = None  # None: security.allow_root_tasks decides
+    task_container_policy: dict[str, Any] = field(default_factory=dict)  # the keys the pool gives (checked)
 
 
 @dataclass(frozen=True)
@@ -140,7 +144,9 @@ class MasterConfig:
     host: str | None = None
     db_url: str | None = None
     checkpoint_storage: dict[str, Any] | None = None
-    task_container_defaults: dict[str, Any] = field(default_factory=dict)
+    # checked: config/container_defaults.py; repr=False: registry_auth's password is a secret, never logged
+    task_container_defaults: dict[str, Any] = field(default_factory=dict, repr=False)
+    task_container_policy: dict[str, Any] = field(default_factory=dict)  # checked: config/container_policy.py
     agent_timeout: float | None = None
     agent_enrollment: str = "loopback"  # agents.enrollment: loopback, open or closed
     limits: LimitsConfig = LimitsConfig()
@@ -158,6 +164,18 @@ class MasterConfig:
             return self.security.allow_root_tasks or any(choices)
         found = choices[0] if choices else None
         return self.security.allow_root_tasks if found is None else found
+
+    def container_defaults(self, pool: str | None) -> ContainerDefaults:
+        """The task container defaults of `pool`: its own `task_container_defaults` merged over the cluster's."""
+        found = self.pool(pool) if pool is not None else None
+        own = found.task_container_defaults if found is not None else {}
+        return defaults_of(merge_over(self.task_container_defaults, own))
+
+    def container_policy(self, pool: str | None) -> ContainerPolicy:
+        """What tasks' configs may ask of their containers in `pool` (its own policy's keys, else the cluster's)."""
+        found = self.pool(pool) if pool is not None else None
+        return ContainerPolicy.of(pool or self.default_compute_pool, self.task_container_policy,
+                                  found.task_container_policy if found is not None else None)
 
     @property
     def pool_names(self) -> list[str]:
@@ -202,7 +220,8 @@ def parse_master_config(data: Any, source: str = "master config") -> MasterConfi
     pools = tuple(
         PoolConfig(p["pool_name"], p.get("description") or "",
                    SchedulerConfig.of(p["scheduler"]) if p.get("scheduler") else cluster,
-                   dict(p.get("task_container_defaults") or {}), p.get("allow_root_tasks"))
+                   dict(p.get("task_container_defaults") or {}), p.get("allow_root_tasks"),
+                   dict(p.get("task_container_policy") or {}))
         for p in cfg.get("resource_pools") or [{"pool_name": "default"}]
     )
     fallback = "default" if any(p.name == "default" for p in pools) else pools[0].name
@@ -213,6 +232,7 @@ def parse_master_config(data: Any, source: str = "master config") -> MasterConfi
         port=cfg.get("port"), host=cfg.get("host"), db_url=_db_url(cfg.get("db")),
         checkpoint_storage=cfg.get("checkpoint_storage"),
         task_container_defaults=dict(cfg.get("task_container_defaults") or {}),
+        task_container_policy=dict(cfg.get("task_container_policy") or {}),
         agent_timeout=cfg.get("agent_timeout"),
         agent_enrollment=(cfg.get("agents") or {}).get("enrollment") or "loopback",
         limits=LimitsConfig.of(cfg.get("limits")),

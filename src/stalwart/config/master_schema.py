@@ -24,6 +24,8 @@ from stalwart.config._schema import (
     string,
     type_name,
 )
+from stalwart.config.container_defaults import check_defaults
+from stalwart.config.container_policy import check_policy
 
 # Keys Determined accepts that Stalwart reads but does not act on (no TLS, auth, telemetry, ... here).
 IGNORED_MASTER_KEYS = [
@@ -54,7 +56,8 @@ POOL_SPEC = {
     "pool_name": Field(string(nonempty=True), required=True),
     "description": Field(string(), default=""),
     "scheduler": Field(section(SCHEDULER_SPEC)),
-    "task_container_defaults": Field(any_map(), default=dict),
+    "task_container_defaults": Field(check_defaults, default=dict),  # merged over the cluster's, key by key
+    "task_container_policy": Field(check_policy, default=dict),  # replaces the cluster's, key by key
     "max_aux_containers_per_agent": Field(integer(0)),
     "agent_reconnect_wait": Field(string()),
     "agent_reattach_enabled": Field(boolean()),
@@ -229,7 +232,8 @@ MASTER_SPEC = {
     "host": Field(string(nonempty=True)),
     "db": Field(section(DB_SPEC)),
     "checkpoint_storage": Field(any_map()),
-    "task_container_defaults": Field(any_map(), default=dict),
+    "task_container_defaults": Field(check_defaults, default=dict),  # config/container_defaults.py
+    "task_container_policy": Field(check_policy, default=dict),  # config/container_policy.py
     "resource_manager": Field(section(RM_SPEC)),
     "resource_pools": Field(list_of(section(POOL_SPEC))),
     "scheduler": Field(section(SCHEDULER_SPEC)),

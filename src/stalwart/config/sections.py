@@ -53,7 +53,7 @@ def _shm_size(value: Any, path: str, problems: Problems) -> Any:
     return value
 
 
-_DEVICE = {
+DEVICE_SPEC: dict[str, Field] = {
     "host_path": Field(string(nonempty=True), required=True),
     "container_path": Field(string(nonempty=True), required=True),
     "mode": Field(string(), default="mrw"),
@@ -66,7 +66,7 @@ RESOURCES_SPEC: dict[str, Field] = {
     "priority": Field(integer(minimum=1, maximum=99)),
     "resource_pool": Field(string(), default=""),
     "shm_size": Field(_shm_size),
-    "devices": Field(list_of(section(_DEVICE)), default=list),
+    "devices": Field(list_of(section(DEVICE_SPEC)), default=list),
     "is_single_node": Field(boolean()),
     "agent_label": Field(string()),
     "native_parallel": Field(boolean(), default=False),

@@ -23,7 +23,7 @@ class MasterSettings:
     checkpoint_storage: dict[str, Any] | None = None  # the master config's `checkpoint_storage` section
     agent_timeout_s: float = 30.0
     scheduler_interval_s: float = 0.5
-    task_container_defaults: dict[str, Any] = field(default_factory=dict)
+    task_container_defaults: dict[str, Any] = field(default_factory=dict, repr=False)  # may hold a registry password
     cluster: MasterConfig = field(default_factory=MasterConfig)
     # Build the web UI's in-memory metrics index in a background thread at start (tests turn it off to
     # exercise the pages' fallbacks; docs/ui.md, "Metric series").

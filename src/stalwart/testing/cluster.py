@@ -42,7 +42,7 @@ class LocalTestCluster:
 
     def __init__(self, home: pathlib.Path, db_url: str | None = None, *, slots: int = 1, agents: int = 1,
                  agent_timeout: float = 30.0, master_config: str | None = None,
-                 agent_pools: list[str] | None = None) -> None:
+                 agent_pools: list[str] | None = None, runtime: str = "process", engine_url: str | None = None) -> None:
         self.home = pathlib.Path(home)
         self.home.mkdir(parents=True, exist_ok=True)
         self.db_url = db_url or f"sqlite:///{self.home / 'master.db'}"
@@ -53,6 +53,7 @@ class LocalTestCluster:
         self.agent_timeout = agent_timeout
         self.master_config = master_config  # YAML text of a master config file, or None
         self.agent_pools = agent_pools or []
+        self.runtime, self.engine_url = runtime, engine_url  # the agents' (start_agent may give others)
         self.master: subprocess.Popen[bytes] | None = None
         self.agents: list[subprocess.Popen[bytes]] = []
         self.env = {**os.environ, "STALWART_HOME": str(self.home), "STALWART_MASTER": self.url}
@@ -97,13 +98,19 @@ class LocalTestCluster:
                 self.admin_token = c.login("admin", "").token
         AuthFile(self.home / "auth.json").store(self.url, "admin", self.admin_token)
 
-    def start_agent(self, index: int = 0, slots: int | None = None,
-                    pool: str | None = None) -> subprocess.Popen[bytes]:
+    def start_agent(self, index: int = 0, slots: int | None = None, pool: str | None = None,
+                    runtime: str | None = None, engine_url: str | None = None) -> subprocess.Popen[bytes]:
+        """Start agent `index` (`agent-{index}`), running tasks with `runtime` (process, docker or podman; default:
+        the cluster's) on the container engine at `engine_url` (default: the cluster's, else the runtime's own)."""
         pool = pool or (self.agent_pools[index] if index < len(self.agent_pools) else "default")
-        proc = self._spawn(["agent", "run", "--master", self.url, "--agent-id", f"agent-{index}",
-                            "--slots", str(self.slots if slots is None else slots),
-                            "--work-dir", str(self.home / f"agent-{index}"), "--resource-pool", pool],
-                           f"agent-{index}.log")
+        args = ["agent", "run", "--master", self.url, "--agent-id", f"agent-{index}",
+                "--slots", str(self.slots if slots is None else slots),
+                "--work-dir", str(self.home / f"agent-{index}"), "--resource-pool", pool,
+                "--runtime", runtime or self.runtime]
+        engine_url = engine_url or self.engine_url
+        if engine_url:
+            args += ["--engine-url", engine_url]
+        proc = self._spawn(args, f"agent-{index}.log")
         if index < len(self.agents):
             self.agents[index] = proc
         else:

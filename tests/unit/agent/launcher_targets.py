@@ -1,9 +1,10 @@
 """What the launcher conformance suite runs on: one `Target` per launcher in `agent.launchers.LAUNCHERS`.
 
-A target says how to run Python inside that launcher's runs and what its runtime adds of its own. Adding a
-launcher (Docker, Podman) is one entry in `TARGETS`: a function that returns its target, or skips when its
-engine is missing on this machine. `Runs` starts runs the way every test does, and `Output` reads both
-streams of a run as they arrive.
+A target says how to run Python inside that launcher's runs and what its runtime adds of its own. A launcher is
+one entry in `TARGETS`: a function that returns its target, or skips when its engine is missing on this
+machine. The container targets run the tests' Debian python image on the engines `container_servers` starts
+once per run. `Runs` starts runs the way every test does (a container run may run as root: the scratch
+directory is root's), and `Output` reads both streams of a run as they arrive.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from stalwart.agent.launchers import Launched, Launcher, LaunchSpec, Mount, RunAs
+import pytest
+
+import container_servers
+from stalwart.agent.launchers import LAUNCHERS, ContainerOptions, Launched, Launcher, LaunchSpec, Mount, RunAs
 
 
 @dataclass(frozen=True)
@@ -28,13 +32,37 @@ class Target:
     image: str | None = None  # what its runs run in (None: processes)
     engine_env: frozenset[str] = frozenset()  # variables the runtime adds to a run's environment besides the spec's
     container: bool = False  # mounts and shm size apply (for processes they are no-ops)
+    engine_url: str | None = None  # the container engine the launcher talks to
+
+    def launcher(self, work_root: pathlib.Path, agent_id: str) -> Launcher:
+        if self.engine_url is None:
+            return LAUNCHERS[self.name](work_root, agent_id)
+        return LAUNCHERS[self.name](work_root, agent_id, engine_url=self.engine_url)
 
 
 def process_target() -> Target:
     return Target("process", sys.executable)
 
 
-TARGETS: dict[str, Callable[[], Target]] = {"process": process_target}
+def _container_target(name: str, engine_env: set[str]) -> Target:
+    if reason := container_servers.missing(name) or container_servers.missing("images"):
+        pytest.skip(reason)
+    servers = container_servers.servers()
+    url = servers.docker_url if name == "docker" else servers.podman_url
+    assert url is not None and servers.python_image is not None
+    return Target(name, "python3", servers.python_image, frozenset(engine_env), container=True, engine_url=url)
+
+
+def docker_target() -> Target:
+    return _container_target("docker", {"HOSTNAME", "HOME"})
+
+
+def podman_target() -> Target:
+    return _container_target("podman", {"HOSTNAME", "HOME", "TERM", "container"})
+
+
+TARGETS: dict[str, Callable[[], Target]] = {"process": process_target, "docker": docker_target,
+                                            "podman": podman_target}
 
 
 class Output:
@@ -84,10 +112,13 @@ class Runs:
 
     def spec(self, argv: list[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
              user: RunAs | None = None, mounts: tuple[Mount, ...] = (), shm_size: int | None = None,
-             fence: bool = False) -> LaunchSpec:
+             fence: bool = False, options: ContainerOptions | None = None) -> LaunchSpec:
         own = Mount(str(self.scratch), str(self.scratch), read_only=False)
+        if options is None and self.target.container:
+            options = ContainerOptions(allow_root=True)
         return LaunchSpec(uuid.uuid4().hex, tuple(argv), cwd or str(self.scratch), dict(env or {}), user=user,
-                          mounts=(own, *mounts), shm_size=shm_size, image=self.target.image, fence=fence)
+                          mounts=(own, *mounts), shm_size=shm_size, image=self.target.image, fence=fence,
+                          container=options)
 
     def py(self, code: str) -> list[str]:
         """The argv that runs `code` with the target's Python."""

@@ -1,11 +1,13 @@
 """The launcher conformance suite: every launcher in `agent.launchers.LAUNCHERS` runs real entrypoints the same way.
 
-Each test runs on every target of `launcher_targets.TARGETS` (one per launcher; a container launcher's target
-skips where its engine is missing): exit codes (a death by signal N is -N, as the agent reports it), both
-streams apart and in order while the run runs, the environment exactly as the spec gives it, the working
-directory, a signal then a kill, the kill of an entrypoint that ignores SIGTERM and of its children, the
-record of what runs (`list_started`, `remove_survivors`), nothing left once the agent dies under kill -9, and
-running as a non-root uid. Mounts and shm size apply to container launchers only (a no-op for processes).
+Each test runs on every target of `launcher_targets.TARGETS` (process, and Docker and Podman on the engines
+`container_servers` starts once per test run; a container target skips where its engine is missing): exit
+codes (a death by signal N is -N, as the agent reports it), both streams apart and in order while the run
+runs, the environment exactly as the spec gives it, the working directory, a signal then a kill, the kill of
+an entrypoint that ignores SIGTERM and of its children, the record of what runs (`list_started`,
+`remove_survivors`), nothing left once the agent dies under kill -9 (for containers: none of its containers
+within 10 s, running or not), and running as a non-root uid. Bind mounts (read-only or writable), the size
+of /dev/shm and a setuid-root binary that stays non-root apply to container launchers only.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 
 import pytest
 
+from container_images import SETUID_PYTHON
 from launcher_targets import TARGETS, Runs, Target
 from stalwart.agent.launchers import LAUNCHERS, Launcher, LaunchError, Mount, RunAs
 
@@ -37,7 +41,7 @@ def target(request: pytest.FixtureRequest) -> Target:
 
 @pytest.fixture
 def launcher(target: Target, tmp_path: pathlib.Path) -> Iterator[Launcher]:
-    launcher = LAUNCHERS[target.name](tmp_path / "work", "conformance-agent")
+    launcher = target.launcher(tmp_path / "work", f"conformance-{uuid.uuid4().hex[:8]}")  # its own containers
     yield launcher
     launcher.remove_survivors(timeout=5.0)  # whatever a failed test left running
 
@@ -188,16 +192,19 @@ def test_a_restarted_agent_removes_the_survivors_of_its_predecessor(runs: Runs, 
     spec = runs.spec(runs.py(READY + SLEEP))
     run, out = runs.start(spec)
     out.wait_for("stdout", "ready")
-    successor = LAUNCHERS[target.name](launcher.work_root, launcher.agent_id)
+    successor = target.launcher(launcher.work_root, launcher.agent_id)
     assert successor.remove_survivors() == [spec.allocation_id]
     assert run.wait() == -9
     assert successor.list_started() == [] and successor.remove_survivors() == []
 
 
 AGENT = """import json, sys, time
-from stalwart.agent.launchers import LAUNCHERS, LaunchSpec
-name, root, spec = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-run = LAUNCHERS[name](root, "conformance-agent").start(LaunchSpec(**{**spec, "argv": tuple(spec["argv"])}))
+from stalwart.agent.launchers import LAUNCHERS, ContainerOptions, LaunchSpec, Mount
+name, root, agent_id, spec, url = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), sys.argv[5:]
+options = ContainerOptions(**container) if (container := spec.pop("container")) else None
+mounts, argv = tuple(Mount(**m) for m in spec.pop("mounts")), tuple(spec.pop("argv"))
+launcher = LAUNCHERS[name](root, agent_id, *url)
+run = launcher.start(LaunchSpec(**spec, argv=argv, mounts=mounts, container=options))
 print(run.pid, flush=True)
 time.sleep(600)
 """
@@ -211,17 +218,32 @@ def test_nothing_outlives_an_agent_killed_with_sigkill(runs: Runs, target: Targe
             f"subprocess.Popen([sys.executable, '-c', {HEARTBEAT!r}, {str(heartbeat)!r}])\n" + SLEEP)
     spec = runs.spec(runs.py(code), fence=True)
     fields = {"allocation_id": spec.allocation_id, "argv": list(spec.argv), "cwd": spec.cwd, "env": {},
-              "image": spec.image, "fence": True}
-    agent = subprocess.Popen([sys.executable, "-c", AGENT, target.name, str(launcher.work_root),
-                              json.dumps(fields)], stdout=subprocess.PIPE, text=True)
+              "image": spec.image, "fence": True, "mounts": [m.__dict__ for m in spec.mounts],
+              "container": spec.container and {"allow_root": spec.container.allow_root}}
+    agent = subprocess.Popen([sys.executable, "-c", AGENT, target.name, str(launcher.work_root), launcher.agent_id,
+                              json.dumps(fields), *([target.engine_url] if target.engine_url else [])],
+                             stdout=subprocess.PIPE, text=True)
     try:
         assert agent.stdout is not None and agent.stdout.readline().strip().isdigit()
         _beating(heartbeat)
     finally:
         agent.kill()
         agent.wait()
+        killed_at = time.monotonic()
     assert _stopped(heartbeat, within=10.0), "the run outlived its agent's kill -9 by more than 10 s"
     assert launcher.list_started() == []
+    if target.engine_url:  # `docker ps -a` shows none of its containers, running or not, within the 10 s
+        while _containers_of(target.engine_url, launcher.agent_id):
+            assert time.monotonic() - killed_at < 10.0, "a container outlived its agent's kill -9 by 10 s"
+            time.sleep(0.1)
+
+
+def _containers_of(engine_url: str, agent_id: str) -> list[object]:
+    import docker
+
+    api = docker.APIClient(base_url=engine_url, version="1.41")
+    found: list[object] = api.containers(all=True, filters={"label": f"ai.stalwart.agent={agent_id}"})
+    return found
 
 
 def test_a_run_as_another_uid_has_that_uid_and_gid_and_no_other_group(runs: Runs, target: Target) -> None:
@@ -242,28 +264,46 @@ def _has_user(uid: int) -> bool:
     return True
 
 
-def test_a_bind_mount_is_seen_at_its_container_path_read_only(runs: Runs, target: Target,
-                                                              tmp_path: pathlib.Path) -> None:
+def test_bind_mounts_are_seen_at_their_container_paths_read_only_or_writable(runs: Runs, target: Target,
+                                                                             tmp_path: pathlib.Path) -> None:
     if not target.container:
         pytest.skip("containers only: a process sees the host's file system, mounts are a no-op")
-    host = tmp_path / "host"
-    host.mkdir()
-    (host / "f").write_text("from the host")
-    code = ("import pathlib\nprint(pathlib.Path('/stalwart-probe/f').read_text())\n"
-            "try:\n    pathlib.Path('/stalwart-probe/g').write_text('x')\nexcept OSError:\n    print('read-only')\n")
-    run, out = runs.start(runs.spec(runs.py(code), mounts=(Mount(str(host), "/stalwart-probe", read_only=True),)))
+    ro, rw = tmp_path / "ro", tmp_path / "rw"
+    for host in (ro, rw):
+        host.mkdir()
+        (host / "f").write_text(f"from the host's {host.name}")
+    code = ("import pathlib\n"
+            "for d in ('/probe-ro', '/probe-rw'):\n"
+            "    print(pathlib.Path(d, 'f').read_text())\n"
+            "    try:\n        pathlib.Path(d, 'g').write_text('from the run')\n"
+            "    except OSError as err:\n        print('read-only' if err.errno == 30 else err)\n"
+            "    else:\n        print('written')\n")
+    mounts = (Mount(str(ro), "/probe-ro", read_only=True), Mount(str(rw), "/probe-rw", read_only=False))
+    run, out = runs.start(runs.spec(runs.py(code), mounts=mounts))
     assert run.wait() == 0
-    assert out.all()[0] == "from the host\nread-only\n"
-    assert not (host / "g").exists()
+    assert out.all()[0] == "from the host's ro\nread-only\nfrom the host's rw\nwritten\n"
+    assert not (ro / "g").exists() and (rw / "g").read_text() == "from the run"
 
 
 def test_shm_size_is_the_specs(runs: Runs, target: Target) -> None:
     if not target.container:
         pytest.skip("containers only: a process shares the host's /dev/shm")
+    size = 96 * 1024 * 1024  # not an engine's default (64 MiB)
     code = "import os\ns = os.statvfs('/dev/shm')\nprint(s.f_blocks * s.f_frsize)\n"
-    run, out = runs.start(runs.spec(runs.py(code), shm_size=64 * 1024 * 1024))
+    run, out = runs.start(runs.spec(runs.py(code), shm_size=size))
     assert run.wait() == 0
-    assert out.all()[0] == f"{64 * 1024 * 1024}\n"
+    assert out.all()[0] == f"{size}\n"
+
+
+def test_a_setuid_root_binary_in_the_image_does_not_make_a_run_root(runs: Runs, target: Target) -> None:
+    if not target.container:
+        pytest.skip("containers only: a process runs the host's binaries under the host's rules")
+    uid = next(n for n in range(54321, 60000) if not _has_user(n))
+    code = (f"import os; s = os.stat({SETUID_PYTHON!r})\n"  # the binary is setuid root: it would make euid 0
+            "print(oct(s.st_mode & 0o4000), s.st_uid, os.getuid(), os.geteuid())\n")
+    run, out = runs.start(runs.spec([SETUID_PYTHON, "-c", code], cwd="/", user=RunAs(uid, uid)))
+    assert run.wait() == 0
+    assert out.all()[0].split() == ["0o4000", "0", str(uid), str(uid)]  # no-new-privileges: euid stays the run's
 
 
 def test_the_process_launcher_refuses_an_image(tmp_path: pathlib.Path) -> None:

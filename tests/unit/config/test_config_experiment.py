@@ -334,15 +334,17 @@ def test_log_policies_merge_by_name_and_legacy_forms(minimal, expand):
 def test_warnings_for_no_effect_and_ignored_keys(minimal):
     minimal["optimizations"] = {"aggregation_frequency": 2}
     minimal["profiling"] = {"enabled": True}
-    minimal["environment"] = {"image": "determinedai/pytorch-ngc-dev:0736b6d", "force_pull_image": False}
+    minimal["environment"] = {"image": "determinedai/pytorch-ngc-dev:0736b6d", "force_pull_image": False,
+                              "pod_spec": {"spec": {"containers": []}}}
     minimal["bind_mounts"] = [{"host_path": "/data", "container_path": "/data"}]
     minimal["slurm"] = {"sbatch_args": ["--exclusive"]}
     result = load_experiment_config(minimal)
+    # the container keys (image, bind_mounts, ...) are honoured by container agents: no warning; pod_spec is not
     assert result.warnings == [
         "optimizations: has no effect in Stalwart; the setting is kept but ignored",
         "profiling: has no effect in Stalwart; the setting is kept but ignored",
-        "environment.image: ignored: Stalwart runs trials as local processes, not containers",
-        "bind_mounts: ignored: Stalwart runs trials as local processes, not containers",
+        "environment.pod_spec: ignored: Kubernetes only; Stalwart's agents run tasks as processes or in Docker or "
+        "Podman containers",
         "slurm: ignored: Stalwart does not submit trials to Slurm",
     ]
     assert result.config["environment"]["image"] == {

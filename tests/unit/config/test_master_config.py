@@ -41,7 +41,9 @@ def test_full_config_and_pool_scheduler_inherits_nothing_from_the_cluster(tmp_pa
     assert cfg.pool("gpu").description == "the GPU boxes"
     # the cpu pool's own section: fair_share with the code defaults, not worst fit/preemption/30
     assert cfg.pool("cpu").scheduler == SchedulerConfig("fair_share", "best", False, 42)
-    assert cfg.pool("cpu").task_container_defaults == {"environment_variables": ["A=1"]}
+    # checked, and the variables given as one list hold for every slot type (config/container_defaults.py)
+    assert cfg.pool("cpu").task_container_defaults == {"environment_variables": {k: ["A=1"] for k in ("cpu", "cuda",
+                                                                                                     "rocm")}}
 
 
 def test_defaults_and_the_old_top_level_scheduler_format():

@@ -18,6 +18,8 @@ The contract, per spec field:
 * `shm_size`: the size of `/dev/shm` in bytes (containers; a process shares the host's).
 * `image`: the image to run in; None for a process. A launcher that cannot honour a spec (the process
   launcher given an image) raises `LaunchError`.
+* `container`: what only a container honours (`ContainerOptions`: devices, GPUs, capabilities, network mode,
+  ports, whether it may run as root); None for a process, and ignored by the process launcher.
 * `fence`: the run must not outlive this agent, however the agent dies. The process launcher holds the
   write end of a pipe whose read end the entrypoint's watchdog watches (`harness/fence.py`; the harness's
   launcher starts it); a container launcher runs a watchdog of its own on the host.
@@ -30,6 +32,12 @@ nothing of it is left, releases its fence and record and returns its exit code: 
 or `-N` when signal N killed it (as `subprocess` and Determined report it: -9 for a kill). A container
 engine's `128 + N` is translated to `-N`.
 
+Before a run starts, the agent asks its launcher for the image (`prepare_image`: pulled when missing or when
+the config forces a pull, with the registry's credentials, its progress reported line by line) and for how to
+start Stalwart's harness in it (`harness`: the interpreter, and for a container the read-only mount of the
+harness built for the image's Python). Both raise `ImageError`, with the registry's or the image's own words,
+when the image cannot be had or cannot run the harness: not a failure of the user's code.
+
 A launcher also keeps a record of what it started, per agent: `list_started()` names the runs that still
 run, and `remove_survivors()`, called by a restarted agent before it registers, kills what a previous agent
 on the same work directory left running (process records; containers labelled with the allocation and agent).
@@ -39,7 +47,8 @@ from __future__ import annotations
 
 import abc
 import pathlib
-from collections.abc import Iterator, Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
@@ -48,6 +57,11 @@ Stream = Literal["stdout", "stderr"]
 
 class LaunchError(Exception):
     """The launcher cannot start this spec (the reason says why and what to do)."""
+
+
+class ImageError(LaunchError):
+    """The image cannot be had (a failed pull: the registry's message) or cannot run Stalwart's harness (its
+    Python is not one Stalwart supports). Ends the allocation without counting as a failure of the user's code."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +82,49 @@ class Mount:
 
 
 @dataclass(frozen=True)
+class Device:
+    """A host device node seen at `container_path` inside a container, with cgroup permissions (`rwm`)."""
+
+    host_path: str
+    container_path: str
+    permissions: str = "rwm"
+
+
+@dataclass(frozen=True)
+class ContainerOptions:
+    """What only a container launcher honours (Determined's `environment`, `resources` and the master's
+    `task_container_defaults`, merged by the master)."""
+
+    gpus: tuple[int, ...] = ()  # the allocation's GPU slots: the host's device ids the container gets
+    devices: tuple[Device, ...] = ()
+    add_capabilities: tuple[str, ...] = ()
+    drop_capabilities: tuple[str, ...] = ()
+    network_mode: str = "host"  # host by default: a DDP rendezvous across agents works as for processes
+    ports: Mapping[str, int] = field(default_factory=dict)  # published when the network is not the host's
+    allow_root: bool = False  # may run as uid 0 (the pool allows root tasks); else never as root
+
+
+@dataclass(frozen=True)
+class ImageSource:
+    """Where an image comes from: whether to pull it even when it is present, and the registry's credentials
+    (Docker's auth config keys: username, password, auth, serveraddress, identitytoken, registrytoken)."""
+
+    image: str
+    force_pull: bool = False
+    registry_auth: Mapping[str, str] | None = field(default=None, repr=False)  # a secret: never logged
+
+
+@dataclass(frozen=True)
+class Harness:
+    """How to start Stalwart's harness under a launcher: the interpreter's argv before `-m <module>`, what to
+    add to the environment (PYTHONPATH) and what to mount (the harness built for the image's Python)."""
+
+    python: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    mounts: tuple[Mount, ...] = ()
+
+
+@dataclass(frozen=True)
 class LaunchSpec:
     """One allocation's run, as the agent asks its launcher for it (see the module's docstring, field by field)."""
 
@@ -80,6 +137,7 @@ class LaunchSpec:
     shm_size: int | None = None
     image: str | None = None
     fence: bool = True
+    container: ContainerOptions | None = None
 
 
 @dataclass(frozen=True)
@@ -118,14 +176,26 @@ class Launcher(abc.ABC):
     """Starts runs for the agent `agent_id` whose work directory is `work_root`, and keeps their record."""
 
     name: ClassVar[str]
+    runs_images: ClassVar[bool] = False  # a container launcher: its runs are in the order's image
 
-    def __init__(self, work_root: pathlib.Path, agent_id: str) -> None:
+    def __init__(self, work_root: pathlib.Path, agent_id: str, engine_url: str | None = None) -> None:
         self.work_root = pathlib.Path(work_root)
         self.agent_id = agent_id
+        self.engine_url = engine_url  # a container engine's address (None: its default); the process launcher's: None
 
     @abc.abstractmethod
     def start(self, spec: LaunchSpec) -> Launched:
         """Start the run (LaunchError when this launcher cannot run the spec; OSError when the system refuses)."""
+
+    def prepare_image(self, source: ImageSource, report: Callable[[str], object]) -> None:
+        """Make `source.image` present (pull it when missing, or always with `force_pull`), calling `report` with
+        each line of the pull's progress; ImageError when it cannot. Processes run in no image: nothing to do."""
+        return None
+
+    def harness(self, image: str | None) -> Harness:
+        """How to start the harness in `image` (None: a process on this machine); ImageError when it cannot run
+        there. A process runs it with the agent's own interpreter."""
+        return Harness((sys.executable,))
 
     @abc.abstractmethod
     def list_started(self) -> list[Started]:

@@ -3,7 +3,7 @@ listing, enable/disable, credentials (list, revoke), slots, log intake."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
@@ -75,6 +75,46 @@ class RunAs(Response):
     group: str = Field(max_length=64)
 
 
+class ContainerMount(Response):
+    """A host directory (or file) seen inside the container."""
+
+    host_path: str
+    container_path: str = Field(description="absolute, or relative to the task's working directory")
+    read_only: bool = False
+    propagation: str = "rprivate"
+
+
+class ContainerDevice(Response):
+    """A host device node seen inside the container."""
+
+    host_path: str
+    container_path: str
+    cgroup_permissions: str = Field(default="mrw", description="Docker's letters: r(ead), w(rite), m(knod)")
+
+
+class ContainerOrder(Response):
+    """How to run the task in a container, on an agent whose runtime is docker or podman (a process agent runs it
+    as a process and reads none of this). The master resolved it: the task's config over its pool's and the
+    cluster's `task_container_defaults`, the image chosen for this agent's slot type, checked against the pool's
+    `task_container_policy`."""
+
+    image: str | None = Field(default=None, description="none: no image is set anywhere (the config nor defaults)")
+    slot_type: str = Field(default="cpu", description="the slot type the image and variables were chosen for: "
+                                                       "cpu, cuda or rocm")
+    force_pull: bool = False
+    registry_auth: dict[str, str] | None = Field(
+        default=None, repr=False, description="Docker's auth config for pulling the image. A secret: only the agent "
+                                              "gets it, and never logs it")
+    bind_mounts: list[ContainerMount] = Field(default_factory=list)
+    devices: list[ContainerDevice] = Field(default_factory=list)
+    shm_size: int | None = Field(default=None, ge=0, description="bytes of /dev/shm")
+    network_mode: Literal["host", "bridge", "none"] = "host"
+    add_capabilities: list[str] = Field(default_factory=list)
+    drop_capabilities: list[str] = Field(default_factory=list)
+    ports: dict[str, int] = Field(default_factory=dict, description="environment.ports: name → container port")
+    allow_root: bool = Field(default=False, description="the pool allows root tasks: the container may run as uid 0")
+
+
 class StartOrder(Response):
     """Everything an agent needs to start one container: entrypoint, environment, the info file."""
 
@@ -87,6 +127,8 @@ class StartOrder(Response):
     info: JsonObject
     run_as: RunAs | None = Field(default=None, description="run as this OS user (an agent that is not root refuses); "
                                                            "none: as the agent's own user")
+    container: ContainerOrder | None = Field(default=None, description="how to run it in a container (docker and "
+                                                                       "podman agents)")
 
 
 class Actions(Response):

@@ -55,3 +55,6 @@ class Exited(Request):
     agent_id: AgentId
     exit_code: Int32 | None = Field(default=None, description="the process's exit status (negative: killed by signal)")
     agent_lost: bool = False
+    setup_failed: bool = Field(default=False, description="the task never ran: its container could not be set up "
+                                                          "(the image could not be pulled, or cannot run the "
+                                                          "harness); the agent's message is in the task's log")

@@ -32,6 +32,8 @@ class CreateExperiment(Request):
     activate: bool = True
     owner: str | None = Field(default=None, max_length=255)
     validate_only: bool = False
+    parent_id: Id | None = Field(default=None, description="the experiment this one is forked from: a secret its "
+                                                          "config shows hidden ('********') keeps the parent's value")
 
 
 Label = Annotated[str, Field(min_length=1, max_length=255)]

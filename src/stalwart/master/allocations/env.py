@@ -12,6 +12,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
+from stalwart.master.allocations import registry_secrets
 from stalwart.master.identity import sessions
 from stalwart.master.queries import users as user_rows
 from stalwart.master.queries.rows import Conn, Row
@@ -25,8 +26,10 @@ def owner_session(m: Master, conn: Conn, alloc: Row, owner: str) -> str | None:
 
 def secrets_of(m: Master, allocation_id: str) -> list[str]:
     """Every secret handed to the tasks of `allocation_id`: what the master masks in their stored logs
-    (`logs.store_rows`). Keep it complete: a credential a start order gains must be listed here too."""
-    return [m.allocation_token(allocation_id), sessions.task_token(m, allocation_id)]
+    (`logs.store_rows`). Keep it complete: a credential a start order gains must be listed here too (the registry
+    credentials its container may be pulled with: `registry_secrets`)."""
+    return [m.allocation_token(allocation_id), sessions.task_token(m, allocation_id),
+            *registry_secrets.of_allocation(m, allocation_id)]
 
 
 def run_as(conn: Conn, owner: str, project_id: int | None) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ from typing import Any
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.models.allocations import StartedAnswer
 from stalwart.api.states import AllocationState as A, ExitReason
-from stalwart.master.allocations import containers, kinds, root_guard
+from stalwart.master.allocations import container_orders, containers, kinds, root_guard
 from stalwart.master.identity import sessions
 from stalwart.master.logs import insert_logs
 from stalwart.master.queries import allocations as allocation_rows
@@ -36,14 +36,24 @@ def start_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any] | N
     the reason in its log."""
     if container is None:
         container = containers.of_allocation(conn, alloc["id"])[0]
-    order = kinds.get(kinds.kind_of(alloc) or kinds.COMMAND).start_order(m, conn, alloc, container)
+    try:
+        order = kinds.get(kinds.kind_of(alloc) or kinds.COMMAND).start_order(m, conn, alloc, container)
+    except container_orders.ContainerRefused as refused:  # its pool's container policy: it would fail again
+        _refuse(m, conn, alloc, container, str(refused), setup_failed=True)
+        return None
     refusal = root_guard.start_refusal(m, conn, order.get("run_as"), container["agent_id"])
     if refusal is None:
         return order
-    insert_logs(conn, [{"trial_id": alloc["trial_id"], "allocation_id": alloc["id"], "log": refusal,
-                        "level": "ERROR", "source": "master", "stdtype": "stderr"}])
-    _container_exited(m, conn, alloc, container["agent_id"], 1)
+    _refuse(m, conn, alloc, container, refusal)
     return None
+
+
+def _refuse(m: Master, conn: Conn, alloc: Row, container: dict[str, Any], why: str, *,
+            setup_failed: bool = False) -> None:
+    """The run may not start: `why` goes to its log and its container ends (exit code 1)."""
+    insert_logs(conn, [{"trial_id": alloc["trial_id"], "allocation_id": alloc["id"], "log": why,
+                        "level": "ERROR", "source": "master", "stdtype": "stderr"}])
+    _container_exited(m, conn, alloc, container["agent_id"], 1, setup_failed=setup_failed)
 
 
 def container_started(conn: Conn, allocation_id: str, agent_id: str, pid: int | None) -> None:
@@ -72,12 +82,14 @@ def mark_started(m: Master, agent_id: str, allocation_id: str, pid: int | None) 
     return StartedAnswer(kill=False)
 
 
-def mark_exited(m: Master, agent_id: str, allocation_id: str, exit_code: int | None, agent_lost: bool = False) -> None:
+def mark_exited(m: Master, agent_id: str, allocation_id: str, exit_code: int | None, agent_lost: bool = False,
+                setup_failed: bool = False) -> None:
     """A container ended. A failed one takes the rest of its gang down; the allocation ends with the last
     container, with the first failure's exit code (so a gang failure counts as one failure).
 
     `agent_lost`: the agent killed it itself, having lost the master for too long (fencing); that ends the
-    allocation as a lost agent does, without counting a failure."""
+    allocation as a lost agent does, without counting a failure. `setup_failed`: it never ran (its container could
+    not be set up); the allocation ends as SETUP_FAILED, which uses up no restart."""
     with m.db.begin() as conn:
         alloc = allocation_rows.get(conn, allocation_id)
         _container(conn, agent_id, allocation_id)
@@ -87,16 +99,19 @@ def mark_exited(m: Master, agent_id: str, allocation_id: str, exit_code: int | N
                 containers.kill_others(m, conn, allocation_id, agent_id)
                 allocation_exited(m, conn, allocation_id, None, ExitReason.AGENT_LOST)
             return
-        _container_exited(m, conn, alloc, agent_id, exit_code)
+        _container_exited(m, conn, alloc, agent_id, exit_code, setup_failed=setup_failed)
 
 
-def _container_exited(m: Master, conn: Conn, alloc: Row, agent_id: str, exit_code: int | None) -> None:
+def _container_exited(m: Master, conn: Conn, alloc: Row, agent_id: str, exit_code: int | None, *,
+                      setup_failed: bool = False) -> None:
     """One container of `alloc` ended with `exit_code`: a failure takes the rest of its gang down, the last one
-    ends the allocation."""
+    ends the allocation (as SETUP_FAILED when a container's set-up failed)."""
     allocation_id = alloc["id"]
     containers.set_state(conn, allocation_id, agent_id, A.TERMINATED.value, exit_code=exit_code)
     if alloc["state"] == A.TERMINATED.value:
         return
+    if setup_failed:
+        allocation_rows.set_exit_reason(conn, allocation_id, ExitReason.SETUP_FAILED.value)
     first_failure = alloc["exit_code"]
     if exit_code != 0 and first_failure is None:
         first_failure = exit_code
@@ -125,6 +140,8 @@ def allocation_exited(m: Master, conn: Conn, allocation_id: str, exit_code: int 
         return
     if reason is ExitReason.EXITED and alloc["kill_requested"]:
         reason = ExitReason.KILLED
+    if reason is ExitReason.EXITED and alloc["exit_reason"] == ExitReason.SETUP_FAILED.value:
+        reason = ExitReason.SETUP_FAILED  # a container could not be set up: the others were killed for it
     if reason is ExitReason.EXITED and alloc["preempt_acked"] and exit_code == 0:
         reason = ExitReason.PREEMPTED
     if reason is ExitReason.EXITED and alloc["exit_reason"] == ExitReason.PREEMPTED.value:

@@ -17,11 +17,14 @@ import yaml
 
 from stalwart.api.errors import ConfigError, InvalidRequest, InvalidStateError
 from stalwart.api.states import ExperimentState as S
+from stalwart.config import secrets
+from stalwart.config.container_policy import require_allowed
 from stalwart.master.experiments import experiments, searchers, searching, trials as trial_machine
 from stalwart.master.logs import master_line
 from stalwart.master.queries import (
     checkpoints as checkpoint_rows,
     experiments as experiment_rows,
+    jobs as job_rows,
     trials as trial_rows,
 )
 from stalwart.master.service import Master
@@ -60,6 +63,7 @@ def continue_experiment(m: Master, exp_id: int, overrides: dict[str, Any]) -> No
         exp = experiment_rows.get(conn, exp_id)
         trials = trial_rows.of_experiment(conn, exp_id)
         archive = experiment_rows.context_archive(conn, exp_id) or b""
+        pool = job_rows.pool_of(conn, job_rows.EXPERIMENT, exp_id)
         lost = len(trials) == 1 and trial_machine.latest_checkpoint(conn, trials[0]["id"]) is None \
             and bool(checkpoint_rows.of_trial(conn, trials[0]["id"]))
     state = S(exp["state"])
@@ -81,8 +85,7 @@ def continue_experiment(m: Master, exp_id: int, overrides: dict[str, Any]) -> No
         if _lookup(config, dotted) != _lookup(stored, dotted):
             raise InvalidRequest(f"overrides.{dotted}: cannot change when an experiment continues; "
                                  "create a new experiment instead")
-    config_text = yaml.safe_dump(config, sort_keys=False)
-    checked = experiments.check_experiment(m, config_text, archive)
+    checked, config_text = _checked(m, exp_id, config, stored, archive, pool)
     search = checked.search
     if not isinstance(search, PoolSearch) or exp["searcher_state"] is None:
         searchers.discard(search)
@@ -107,6 +110,21 @@ def continue_experiment(m: Master, exp_id: int, overrides: dict[str, Any]) -> No
         experiment_rows.save_search(conn, exp_id, search.snapshot(), 0.0)
         searching.refresh_progress(m, conn, exp_id)
     m.wake_scheduler()
+
+
+def _checked(m: Master, exp_id: int, config: dict[str, Any], stored: dict[str, Any], archive: bytes,
+             pool: str | None) -> tuple[experiments.NewExperiment, str]:
+    """The continued config checked as a create checks one (a hidden secret given as the placeholder keeps the
+    stored value; the pool it runs in must allow what it asks of its container), and its text to keep (no secret
+    in it)."""
+    config_text = yaml.safe_dump(config, sort_keys=False)
+    checked = experiments.check_experiment(m, config_text, archive, parent=(f"experiment {exp_id}", stored))
+    try:
+        require_allowed(checked.config, m.settings.cluster.container_policy(pool or checked.pool))
+    except ConfigError:
+        searchers.discard(checked.search)
+        raise
+    return checked, secrets.redact_text(config_text, checked.config)
 
 
 def _unit(config: dict[str, Any]) -> str:

@@ -30,6 +30,7 @@ import threading
 from typing import Any
 
 from stalwart.api.errors import ConfigError
+from stalwart.config import secrets
 from stalwart.context import safe_extract
 from stalwart.searcher import Action, Create, Pause, Resume, SearchMethod, Shutdown, Stop, TrialExit
 
@@ -187,7 +188,7 @@ def start(config: dict[str, Any], archive: bytes, label: str = "") -> SearcherPr
                           details=["searcher.search_method: set it to 'module:Class', the SearchMethod "
                                    "subclass in your context directory"])
     try:
-        return SearcherProcess(config, archive, label)
+        return SearcherProcess(secrets.redact(config), archive, label)  # the user's code never sees a secret
     except SearcherFailed as exc:
         raise ConfigError(f"searcher.search_method: cannot load {spec!r} from the context: {exc}",
                           details=[f"searcher.search_method: {exc}"]) from None

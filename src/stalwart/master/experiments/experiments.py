@@ -8,7 +8,8 @@ from typing import Any
 
 from stalwart.api.errors import ConfigError, InvalidStateError
 from stalwart.api.states import ExperimentState as S
-from stalwart.config import read_source, views
+from stalwart.config import read_source, secrets, views
+from stalwart.config.container_policy import require_allowed
 from stalwart.config.experiment import load_experiment_config
 from stalwart.context import ArchiveLimits, check_entrypoint, validate_archive
 from stalwart.master.allocations import lifecycle
@@ -37,13 +38,16 @@ def read_archive_here(archive: bytes, limits: ArchiveLimits) -> list[str]:
 
 def check_experiment(m: Master, config_text: str, archive: bytes, *,
                      read_archive: Callable[[bytes, ArchiveLimits], list[str]] = read_archive_here,
-                     checkpoint_storage: dict[str, Any] | None = None) -> NewExperiment:
+                     checkpoint_storage: dict[str, Any] | None = None,
+                     parent: tuple[str, dict[str, Any]] | None = None) -> NewExperiment:
     """Every check of a new experiment, and its searcher built. No database work: the create route runs it in a
     worker thread, off the event loop, with `read_archive` reading the archive in a worker process.
-    `checkpoint_storage`: the default when the config names none (the workspace's; else the master's)."""
+    `checkpoint_storage`: the default when the config names none (the workspace's; else the master's). `parent`:
+    (its name, its stored config) when the config comes from another experiment (fork, continue): a hidden secret
+    shown as the placeholder keeps the parent's value (config/secrets.py)."""
     default_storage = checkpoint_storage or m.settings.default_checkpoint_storage()
     expanded = load_experiment_config(config_text, master_defaults={"checkpoint_storage": default_storage})
-    config = expanded.config
+    config = secrets.restore(expanded.config, parent[1] if parent else None, parent[0] if parent else "")
     names = set(read_archive(archive, m.settings.context_limits))
     problems = check_entrypoint(config["entrypoint"], names)
     if problems:
@@ -65,6 +69,11 @@ def create_experiment(m: Master, config_text: str, archive: bytes, *, activate: 
     """Validate everything first (unless `checked` is given: what `check_experiment` returned); store nothing
     unless all of it is fine."""
     new = checked or check_experiment(m, config_text, archive)
+    try:  # what it asks of its container: the pool's task_container_policy (a 400 naming the key)
+        require_allowed(new.config, m.settings.cluster.container_policy(new.pool))
+    except ConfigError:
+        searchers.discard(new.search)
+        raise
     if validate_only:
         searchers.discard(new.search)
         return None, new.warnings
@@ -89,7 +98,7 @@ def _store_experiment(m: Master, config: dict[str, Any], config_text: str, archi
             labels=list(config.get("labels") or []),
             owner=owner,
             config=config,
-            config_text=config_text,
+            config_text=secrets.redact_text(config_text, config),  # shown as given, but never with a secret
             state=S.ACTIVE if activate else S.PAUSED,
             created_at=now(),
         )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from stalwart.config import views
-from stalwart.master.allocations import containers
+from stalwart.config import secrets
+from stalwart.master.allocations import container_orders, containers
 from stalwart.master.allocations.env import base_env, owner_session, run_as
 from stalwart.master.experiments import trials
 from stalwart.master.queries import experiments as experiment_rows, trials as trial_rows
@@ -27,6 +27,8 @@ def _trial_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any]) -
     trial = trial_rows.get(conn, alloc["trial_id"])
     exp = experiment_rows.get(conn, trial["experiment_id"])
     config = exp["config"]
+    part = container_orders.for_container(m, conn, config, container)  # ContainerRefused: the pool's policy
+    shown = secrets.redact(config)  # what the trial sees of its config: its secrets hidden
     latest = trials.latest_checkpoint(conn, trial["id"])
     token = m.allocation_token(alloc["id"])
     user_token = owner_session(m, conn, alloc, exp["owner"])
@@ -48,7 +50,7 @@ def _trial_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any]) -
             "trial_run_id": alloc["run_id"],
             "trial_seed": trial["seed"],
             "hparams": trial["hparams"],
-            "config": config,
+            "config": shown,
             "steps_completed": steps,
             "target_length": trial["target_length"],
         },
@@ -63,12 +65,13 @@ def _trial_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any]) -
         "DET_TRIAL_RUN_ID": str(alloc["run_id"]),
         "DET_TRIAL_SEED": str(trial["seed"]),
         "DET_HPARAMS": json.dumps(trial["hparams"]),
-        "DET_EXPERIMENT_CONFIG": json.dumps(config),
+        "DET_EXPERIMENT_CONFIG": json.dumps(shown),
         "DET_STEPS_COMPLETED": str(steps),
     })
     if latest:
         env["DET_LATEST_CHECKPOINT"] = latest["uuid"]
-    env.update(views.environment_variables(config, "cpu"))
+    env["DET_SLOT_TYPE"] = part.slot_type
+    env.update(part.variables)
     return {
         "allocation_id": alloc["id"],
         "trial_id": trial["id"],
@@ -77,4 +80,5 @@ def _trial_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any]) -
         "env": env,
         "info": info,
         "run_as": run_as(conn, exp["owner"], exp["project_id"]),
+        "container": part.container,
     }

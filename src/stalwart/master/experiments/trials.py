@@ -82,6 +82,13 @@ def _trial_run_ended(m: Master, conn: Conn, trial: dict[str, Any], exp: Row, all
         master_line(conn, tid, f"trial stopped ({describe_exit(exit_code)})", "INFO", aid)
         _finish_trial(m, conn, trial, S.CANCELED, TrialExit.CANCELED)
         return
+    if reason is ExitReason.SETUP_FAILED:
+        error = (f"trial {tid} could not start: its container could not be set up (the reason is in the log above: "
+                 "an image that cannot be pulled or cannot run the harness, or a container setting the pool does "
+                 "not allow); not counted as a restart, since another run would fail the same way")
+        master_line(conn, tid, error, "ERROR", aid)
+        _finish_trial(m, conn, trial, S.ERROR, TrialExit.ERRORED, error)
+        return
     if exit_code == 0:
         if trial["early_exit"] == ExitReason.INVALID_HP.value:
             _finish_trial(m, conn, trial, S.COMPLETED, TrialExit.INVALID_HP)

@@ -71,6 +71,7 @@ async def started(request: Request, allocation_id: AllocationPath, payload: Star
 async def exited(request: Request, allocation_id: AllocationPath, payload: Exited) -> Empty:
     credentials.check_body_agent(request.state.agent_id, payload.agent_id)
     m = master(request)
-    lifecycle.mark_exited(m, payload.agent_id, allocation_id, payload.exit_code, agent_lost=payload.agent_lost)
+    lifecycle.mark_exited(m, payload.agent_id, allocation_id, payload.exit_code, agent_lost=payload.agent_lost,
+                          setup_failed=payload.setup_failed)
     m.wake_scheduler()
     return Empty()

@@ -32,7 +32,7 @@ from stalwart.api.models.experiments import (
 )
 from stalwart.api.models.trials import Trial
 from stalwart.api.states import ExperimentState
-from stalwart.config import views as config_views
+from stalwart.config import secrets, views as config_views
 from stalwart.master import offload, views
 from stalwart.master.experiments import continuing, deleting, editing, experiments, warm_start
 from stalwart.master.identity import authz
@@ -68,11 +68,25 @@ def _decode_context(text: str) -> bytes:
         raise InvalidRequest("context: expected a base64-encoded .tgz of the context directory") from None
 
 
-def _check(m: Master, config: str, context: str,
-           storage: dict[str, Any] | None = None) -> tuple[bytes, experiments.NewExperiment]:
+def _check(m: Master, config: str, context: str, storage: dict[str, Any] | None = None,
+           parent: tuple[str, dict[str, Any]] | None = None) -> tuple[bytes, experiments.NewExperiment]:
     archive = _decode_context(context)
     return archive, experiments.check_experiment(m, config, archive, read_archive=offload.archive_names,
-                                                 checkpoint_storage=storage)
+                                                 checkpoint_storage=storage, parent=parent)
+
+
+def _parent(m: Master, request: Request, parent_id: int | None) -> tuple[str, dict[str, Any]] | None:
+    """The experiment a new one is forked from (its name and stored config), which the caller may view; its hidden
+    secrets are kept where the new config shows them as the placeholder."""
+    if parent_id is None:
+        return None
+    try:
+        with m.db.begin() as conn:
+            row = experiment_rows.get(conn, parent_id)
+    except NotFoundError:
+        raise InvalidRequest(f"parent_id: there is no experiment {parent_id} to fork from") from None
+    authz.require(m, request.state.identity, P.VIEW_EXPERIMENTS, authz.experiment_targets(m, [dict(row)])[parent_id])
+    return f"experiment {parent_id}", row["config"]
 
 
 @route(router, "POST")
@@ -82,14 +96,15 @@ async def create(request: Request, payload: CreateExperiment) -> CreatedExperime
     owner = owner_of_new(request, payload.owner)
     if not payload.config.strip():
         raise InvalidRequest("config: required, the experiment config as YAML text")
+    parent = _parent(m, request, payload.parent_id)
     # Off the event loop: decoding a big context, and reading the archive (in a worker process, see offload).
-    archive, checked = await asyncio.to_thread(_check, m, payload.config, payload.context)
+    archive, checked = await asyncio.to_thread(_check, m, payload.config, payload.context, None, parent)
     with m.db.begin() as conn:  # where it goes: the config's workspace and project, and a pool usable there
         project = placement.project_for(conn, checked.config)
         storage = placement.checkpoint_storage_of(conn, project)
     if storage is not None and not checked.names_storage:  # the workspace's storage is its default: check again
         experiments.discard(checked)
-        archive, checked = await asyncio.to_thread(_check, m, payload.config, payload.context, storage)
+        archive, checked = await asyncio.to_thread(_check, m, payload.config, payload.context, storage, parent)
     with m.db.begin() as conn:
         authz.require(m, request.state.identity, P.CREATE_EXPERIMENTS, placement.target(project))
         resources = checked.config.get("resources") or {}
@@ -207,7 +222,7 @@ async def describe(request: Request, exp_id: IdPath) -> ExperimentDetail:
         placed = _placed(views.experiment(row), wq.places_of_experiments(conn, [exp_id]))
     return ExperimentDetail(
         experiment=Experiment.model_validate({**placed, "best_validation": best, "warnings": fits}),
-        config=row["config"],
+        config=secrets.redact(row["config"]),  # its secrets hidden (config/secrets.py)
         trials=[Trial.model_validate(views.trial(tr, summaries.get(tr["id"]))) for tr in trials],
     )
 

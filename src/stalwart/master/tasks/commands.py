@@ -10,11 +10,13 @@ from typing import Any
 
 from stalwart.api.errors import ConfigError, InvalidStateError
 from stalwart.api.states import AllocationState as A, ExitReason
-from stalwart.config import views
-from stalwart.config._schema import Field, Problems, any_map, check_section, integer, list_of, number, string
-from stalwart.config.sections import slot_count
+from stalwart.config import secrets
+from stalwart.config._schema import Field, Problems, check_section, integer, list_of, number, section, string
+from stalwart.config.container_policy import require_allowed
+from stalwart.config.environment import check_environment
+from stalwart.config.sections import BIND_MOUNT_SPEC, RESOURCES_SPEC, slot_count
 from stalwart.context import ArchiveLimits, validate_archive
-from stalwart.master.allocations import lifecycle
+from stalwart.master.allocations import container_orders, lifecycle
 from stalwart.master.allocations.env import base_env, owner_session, run_as
 from stalwart.master.queries import allocations as allocation_rows, commands as command_rows
 from stalwart.master.queries.rows import Conn, Row
@@ -30,6 +32,8 @@ _RESOURCES = {
     "weight": Field(number(minimum=0), default=1),
     "resource_pool": Field(string(), default=""),
     "max_slots": Field(slot_count),
+    "shm_size": RESOURCES_SPEC["shm_size"],  # the container keys, as an experiment's (config/sections.py)
+    "devices": RESOURCES_SPEC["devices"],
 }
 _LOOSE = Field(lambda v, p, pr: v)  # Determined task keys Stalwart accepts and does not use
 COMMAND_SPEC = {
@@ -37,11 +41,12 @@ COMMAND_SPEC = {
                         required_message="required: give the program to run after the options"),
     "description": Field(string(), default=""),
     "resources": Field(lambda v, p, pr: check_section(v, p, _RESOURCES, pr), default=lambda: {"slots": 1}),
-    "environment": Field(any_map(), default=dict),
+    "environment": Field(check_environment, default=dict),  # image, registry_auth, ... as an experiment's
+    "bind_mounts": Field(list_of(section(BIND_MOUNT_SPEC)), default=list),
     "workspace": Field(string(), default=""),  # with `project`: where the command goes (else Uncategorized)
     "project": Field(string(), default=""),
-    **{k: _LOOSE for k in ("bind_mounts", "debug", "work_dir", "idle_timeout", "notebook_idle_type", "pbs",
-                           "slurm", "tensorboard_args", "data")},
+    **{k: _LOOSE for k in ("debug", "work_dir", "idle_timeout", "notebook_idle_type", "pbs", "slurm",
+                           "tensorboard_args", "data")},
 }
 
 
@@ -62,6 +67,7 @@ def check_command(m: Master, config: dict[str, Any], archive: bytes | None, *,
     if problems:
         first, *rest = problems.details
         raise ConfigError(f"invalid command config: {first}", details=rest)
+    cfg = secrets.restore(cfg, None, "a new command")  # a placeholder is never saved as a secret
     res = cfg["resources"] or {}
     jobs.resolve_pool(m, res.get("resource_pool") or None, _slots(res))
     if archive is not None:
@@ -89,6 +95,7 @@ def create_command(m: Master, config: dict[str, Any], archive: bytes | None, own
     with m.db.begin() as conn:
         project = project or placement.project_for(conn, {})
         pool = placement.pool_for(conn, project, res.get("resource_pool"), pool, slots)
+        require_allowed(cfg, m.settings.cluster.container_policy(pool))  # 400 naming the key and the allow-list
         cmd_id = command_rows.insert(
             conn, description=cfg["description"][:512], owner=owner, config=cfg, archive=archive or _empty_archive(),
             state=ACTIVE, created_at=now(), project_id=project["id"])
@@ -105,9 +112,11 @@ def allocation_of(conn: Conn, cmd_id: int) -> Row | None:
 
 
 def allocation_ended(m: Master, conn: Conn, alloc: Row, exit_code: int | None, reason: ExitReason) -> None:
-    """A command runs once: its end (or its agent's loss) ends the command."""
+    """A command runs once: its end (or its agent's loss, or its container's failed set-up) ends the command."""
     if alloc["kill_requested"] or reason is ExitReason.KILLED:
         state = CANCELED
+    elif reason is ExitReason.SETUP_FAILED:
+        state = ERROR
     elif exit_code == 0:
         state = COMPLETED
     else:
@@ -144,15 +153,17 @@ def view(cmd: Row, alloc: Row | None, pool: str | None, place: Row | None = None
 def start_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any]) -> dict[str, Any]:
     cmd = command_rows.get(conn, alloc["command_id"])
     cfg = cmd["config"]
+    part = container_orders.for_container(m, conn, cfg, container)  # ContainerRefused: the pool's policy
     token = m.allocation_token(alloc["id"])
     task_id = f"command-{cmd['id']}"
     user_token = owner_session(m, conn, alloc, cmd["owner"])
     env = base_env(m, alloc, token, cmd["owner"], task_id, "COMMAND", container, user_token)
-    env.update(views.environment_variables(cfg, "cpu"))
+    env["DET_SLOT_TYPE"] = part.slot_type
+    env.update(part.variables)
     info = {"master_url": m.settings.url, "cluster_id": m.cluster_id, "agent_id": container["agent_id"],
             "slot_ids": list(container["slot_ids"] or []), "task_id": task_id, "allocation_id": alloc["id"],
             "session_token": token, "user_token": user_token, "task_type": "COMMAND", "latest_checkpoint": None,
             "trial": None, "entrypoint": cfg["entrypoint"]}
     return {"allocation_id": alloc["id"], "trial_id": None, "slot_ids": list(container["slot_ids"] or []),
             "entrypoint": cfg["entrypoint"], "env": env, "info": info,
-            "run_as": run_as(conn, cmd["owner"], cmd["project_id"])}
+            "run_as": run_as(conn, cmd["owner"], cmd["project_id"]), "container": part.container}

@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.models.common import JsonObject
 from stalwart.api.states import ExperimentState
+from stalwart.config import secrets
 from stalwart.master import views
 from stalwart.master.queries import experiments as experiment_queries, ui_experiments, ui_trials
 from stalwart.master.queries.rows import Conn, Row
@@ -195,7 +196,8 @@ def _experiment_model(row: Row, head: JsonObject, items: list[JsonObject], page:
     names = built.names(ids) if built else {"validation": [metric] if metric else []}
     default = metric_choice.experiment_default(names, metric)
     return {
-        "experiment": head, "config_yaml": row["config_text"], "searcher": _searcher(row, head, items),
+        "experiment": head, "config_yaml": secrets.redact_text(row["config_text"], cfg),  # no secret shown
+        "searcher": _searcher(row, head, items),
         "trials": page, "trials_total": len(items), **paging,
         "hp_keys": sorted({k for d in items for k in d["hparams"]}),
         "metric_names": names,

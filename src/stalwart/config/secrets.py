@@ -1,0 +1,133 @@
+"""Secrets inside stored configs: which keys hold them, a copy with each one hidden, and keeping hidden ones.
+
+A config leaves the master (API answers, `e config`, the UI, a trial's environment and info file, a custom
+searcher) only as `redact(config)`: every secret that is set reads `PLACEHOLDER`. The agent that pulls an image
+is the one place a secret goes (the start order's `container.registry_auth`).
+
+A config that comes back with the placeholder (a fork of an experiment shown redacted, a continue) keeps the
+stored secret of its parent (`restore`), but only while the keys that say where the secret is sent
+(`SecretGroup.bound_to`) are the parent's: a config never makes the master send a kept secret somewhere new. A
+placeholder with no stored secret behind it is refused (the placeholder is never saved as a secret).
+
+To hide another kind of secret (cloud-storage credentials, say), add a `SecretGroup` to `SECRET_GROUPS`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from stalwart.api.errors import ConfigError
+from stalwart.config.source import read_source
+
+PLACEHOLDER = "********"
+"""What a hidden secret reads as (the same mask as the master's task logs)."""
+
+
+@dataclass(frozen=True)
+class SecretGroup:
+    """A section of a config that holds secrets.
+
+    `path`: where the section is (dotted); `secrets`: its keys that are secrets; `bound_to`: dotted paths (from
+    the config's top) that say where the secrets are sent: a placeholder keeps the stored secret only while
+    each of them is unchanged."""
+
+    path: str
+    secrets: tuple[str, ...]
+    bound_to: tuple[str, ...] = ()
+
+
+SECRET_GROUPS: tuple[SecretGroup, ...] = (
+    SecretGroup(
+        "environment.registry_auth",
+        ("password", "auth", "identitytoken", "registrytoken"),
+        ("environment.registry_auth.serveraddress", "environment.registry_auth.username", "environment.image"),
+    ),
+)
+
+
+def _lookup(config: Any, dotted: str) -> Any:
+    value = config
+    for part in dotted.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _is_set(value: Any) -> bool:
+    return value is not None and value != ""
+
+
+def secret_paths() -> list[str]:
+    """Every dotted key that holds a secret ('environment.registry_auth.password', ...)."""
+    return [f"{group.path}.{key}" for group in SECRET_GROUPS for key in group.secrets]
+
+
+def secret_values(config: Mapping[str, Any]) -> list[str]:
+    """The secrets `config` holds (not placeholders), e.g. to mask them in logs."""
+    values = (_lookup(config, path) for path in secret_paths())
+    return [str(v) for v in values if _is_set(v) and v != PLACEHOLDER]
+
+
+def has_secrets(config: Mapping[str, Any]) -> bool:
+    """Whether any secret key of `config` is set (to a secret or to the placeholder)."""
+    return any(_is_set(_lookup(config, path)) for path in secret_paths())
+
+
+def redact(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `config` with every secret that is set replaced by PLACEHOLDER (`config` is unchanged)."""
+    out = copy.deepcopy(dict(config))
+    for group in SECRET_GROUPS:
+        section = _lookup(out, group.path)
+        if not isinstance(section, dict):
+            continue
+        for key in group.secrets:
+            if _is_set(section.get(key)):
+                section[key] = PLACEHOLDER
+    return out
+
+
+def redact_text(text: str, config: Mapping[str, Any]) -> str:
+    """The YAML text a config was given as, fit to show: unchanged when `config` (its parsed form) holds no
+    secret, else the text's keys written again with the secrets hidden (its comments and layout are lost)."""
+    if not has_secrets(config):
+        return text
+    return yaml.safe_dump(redact(read_source(text)), sort_keys=False)
+
+
+def restore(config: Mapping[str, Any], parent: Mapping[str, Any] | None, parent_name: str) -> dict[str, Any]:
+    """`config` with each PLACEHOLDER replaced by the secret `parent` (what it was forked or continued from,
+    named `parent_name` in errors; None: nothing) stores at the same key.
+
+    ConfigError (400) naming the key when there is no stored secret to keep, or when a key the secret is bound
+    to changed (the stored secret would go somewhere new)."""
+    out = copy.deepcopy(dict(config))
+    for group in SECRET_GROUPS:
+        section = _lookup(out, group.path)
+        if not isinstance(section, dict):
+            continue
+        for key in group.secrets:
+            if section.get(key) == PLACEHOLDER:
+                section[key] = _kept(group, key, out, parent, parent_name)
+    return out
+
+
+def _kept(group: SecretGroup, key: str, config: Mapping[str, Any], parent: Mapping[str, Any] | None,
+          parent_name: str) -> str:
+    where = f"{group.path}.{key}"
+    stored = _lookup(parent, where) if parent is not None else None
+    if not _is_set(stored) or stored == PLACEHOLDER:
+        whose = f"{parent_name} has none to keep" if parent is not None else "this config has no parent to take it from"
+        raise ConfigError(f"{where}: '{PLACEHOLDER}' is how the master shows a hidden secret, and {whose}: "
+                          "give the real value")
+    for bound in group.bound_to:
+        if _lookup(config, bound) != _lookup(parent, bound):
+            raise ConfigError(f"{where}: '{PLACEHOLDER}' keeps {parent_name}'s hidden value only while {bound} "
+                              f"stays the same, and it changed: give the real value (the kept secret is never "
+                              "sent anywhere new)")
+    return str(stored)
