@@ -5,7 +5,7 @@ runtime (the test servers of container_servers.py), images built offline (trial_
   ImportError under the process runtime (acceptance 2).
 * The digits example completes in an image that has Python and torch but no Stalwart (acceptance 2).
 * `cmd run` with an image runs in it (acceptance 6).
-* Killing, pausing and an agent's kill -9 leave no container of Stalwart's (acceptance 4, 5).
+* Killing, pausing and an agent's kill -9 leave no container of Stalwart's, in Docker and in Podman (acceptance 4, 5).
 """
 
 from __future__ import annotations
@@ -74,15 +74,17 @@ def test_a_command_with_an_image_runs_in_it(tmp_path, docker_url):
         assert f"CMD {MARKER}" in res.stdout
 
 
-def test_kill_pause_and_an_agents_death_leave_no_container(tmp_path, podman_url):
-    image = image_only_image([podman_url])
+@pytest.mark.parametrize("runtime", ["docker", "podman"])
+def test_kill_pause_and_an_agents_death_leave_no_container(runtime, request, tmp_path):
+    engine_url = request.getfixturevalue(f"{runtime}_url")
+    image = image_only_image([engine_url])
     sleeper = trial_context(tmp_path, "import time\nprint('up', flush=True)\ntime.sleep(600)\n")
-    with container_cluster(tmp_path / "home", "podman", podman_url) as c:
+    with container_cluster(tmp_path / "home", runtime, engine_url) as c:
         for ending in ("kill", "pause", "agent kill -9"):
             exp_id = create(c, trial_config(image, preemption_timeout=1), sleeper)  # it never checks: killed at 1 s
             trial_id = first_trial(c, exp_id)
             c.wait_for(lambda trial_id=trial_id: "up" in _log_text(c, trial_id), timeout=120, what="the trial up")
-            assert len(stalwart_containers(podman_url, c)) == 1
+            assert len(stalwart_containers(engine_url, c)) == 1
             if ending == "kill":
                 c.cli("e", "kill", str(exp_id), check=True)
             elif ending == "pause":
@@ -90,10 +92,10 @@ def test_kill_pause_and_an_agents_death_leave_no_container(tmp_path, podman_url)
             else:
                 c.kill_agent(0)
                 deadline = time.monotonic() + 10
-                while stalwart_containers(podman_url, c) and time.monotonic() < deadline:
+                while stalwart_containers(engine_url, c) and time.monotonic() < deadline:
                     time.sleep(0.25)
-                assert stalwart_containers(podman_url, c) == [], "the dead agent's container outlived it by 10 s"
-            c.wait_for(lambda: stalwart_containers(podman_url, c) == [], timeout=30,
+                assert stalwart_containers(engine_url, c) == [], "the dead agent's container outlived it by 10 s"
+            c.wait_for(lambda: stalwart_containers(engine_url, c) == [], timeout=30,
                        what=f"no container after {ending}")
             if ending == "agent kill -9":
                 c.start_agent(0)
