@@ -14,7 +14,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 DIGITS = REPO / "examples" / "digits"
 
 # dockerd, Podman and a registry, started once per run by the first test that needs them (container_servers.py)
-pytest_plugins = ["container_servers"]
+pytest_plugins = ["container_servers", "storage_servers"]
 
 
 @pytest.fixture

@@ -44,8 +44,8 @@ def _p(name: str, description: str, basic: Rule) -> Permission:
 VIEW_EXPERIMENTS = _p("view_experiments", "read experiments, trials, metrics, logs, checkpoints and model code",
                       Rule.ANYONE)
 CREATE_EXPERIMENTS = _p("create_experiments", "create, fork and continue experiments", Rule.ANYONE)
-EDIT_EXPERIMENTS = _p("edit_experiments", "pause, activate, kill, archive, edit and continue an experiment and "
-                                          "kill its trials", Rule.OWNER)
+EDIT_EXPERIMENTS = _p("edit_experiments", "pause, activate, kill, archive, edit and continue an experiment, change "
+                                          "its checkpoint GC policy and kill its trials", Rule.OWNER)
 DELETE_EXPERIMENTS = _p("delete_experiments", "delete an experiment and everything it stored", Rule.OWNER)
 DELETE_CHECKPOINTS = _p("delete_checkpoints", "delete checkpoints", Rule.OWNER)
 VIEW_CLUSTER = _p("view_cluster", "read agents, slots, the job queue (others' jobs anonymously) and the scheduler's "

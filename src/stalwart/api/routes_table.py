@@ -141,6 +141,8 @@ ROUTES: tuple[RouteSpec, ...] = (
     _r("GET", E + "/{exp_id}/searcher/best_searcher_validation_metric", USER, experiments.BestMetric, BAD, NF,
        permission=P.VIEW_EXPERIMENTS, also_auth=(ALLOC,)),
     _r("PATCH", E + "/{exp_id}/job", USER, jobs.JobEnvelope, BAD, NF, request=jobs.UpdateJob, permission=P.EDIT_JOBS),
+    _r("PATCH", E + "/{exp_id}/checkpoint-gc-policy", USER, experiments.GcPolicyChange, BAD, NF,
+       request=experiments.ChangeGcPolicy, permission=P.EDIT_EXPERIMENTS),
     _r("GET", E + "/{exp_id}/metrics/series", USER, series.ExperimentSeries, BAD, NF, BUSY,
        permission=P.VIEW_EXPERIMENTS,
        also_content=("application/octet-stream",)),

@@ -1,4 +1,5 @@
-"""`stalwart e delete|set|label`: delete an experiment, change its name, description, notes, labels or job keys."""
+"""`stalwart e delete|set|label`: delete an experiment, change its name, description, notes, labels, job keys or
+checkpoint GC policy."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from stalwart.api.errors import NotFoundError
 from stalwart.api.models.experiments import DeletedExperiment
 from stalwart.cli import output
 from stalwart.cli.base import AliasedGroup, client_of
+from stalwart.cli.experiment_gc import gc_policy
 from stalwart.cli.jobs import SET_KEYS, set_job_value
 
 TEXT_KEYS = ("name", "description", "notes")
@@ -54,26 +56,58 @@ def _checkpoints(n: int) -> str:
     return f"{n} checkpoint{'' if n == 1 else 's'}"
 
 
-@click.command("set")
-@click.argument("key", type=click.Choice([*TEXT_KEYS, *SET_KEYS]))
-@click.argument("exp_id", type=int)
-@click.argument("value")
-@click.pass_context
-def set_(ctx: click.Context, key: str, exp_id: int, value: str) -> None:
-    """Change an experiment's name, notes or scheduling keys.
+@click.group("set", cls=AliasedGroup)
+def set_() -> None:
+    """Change an experiment's name, scheduling or GC policy.
 
-    KEY is name, description or notes (what `describe` and the web UI show), or a key of its job in the queue:
-    priority (1 most urgent .. 99), weight (its fair share) or max-slots (the most slots its trials hold at once),
-    which take effect on the next scheduling pass. `job update` also moves a job in the queue or to another
-    pool."""
-    client = client_of(ctx)
-    if key not in TEXT_KEYS:
-        set_job_value(client, "experiment", key, exp_id, value)
-        return
-    exp = client.patch_experiment(exp_id, name=value if key == "name" else None,
-                                  description=value if key == "description" else None,
-                                  notes=value if key == "notes" else None).experiment
-    output.console.print(f"Experiment {exp_id}: {key} is now {getattr(exp, key)!r}.")
+    `e set name|description|notes ID VALUE` change what `describe` and the web UI show; `e set
+    priority|weight|max-slots ID VALUE` change its job's keys in the queue (priority: 1 most urgent .. 99; weight:
+    its fair share; max-slots: the most slots its trials hold at once), on the next scheduling pass (`job update`
+    also moves a job in the queue or to another pool); `e set gc-policy ID ...` changes which checkpoints it keeps."""
+
+
+TEXT_HELP = {
+    "name": "Rename an experiment.\n\nVALUE is its new name, as `e list`, `describe` and the web UI show it.",
+    "description": "Replace an experiment's description.\n\nVALUE is the new one-line description `describe` shows.",
+    "notes": "Replace an experiment's notes.\n\nVALUE is the new notes (any text) the web UI shows.",
+}
+JOB_HELP = {
+    "priority": "Move an experiment's job up or down by priority.\n\nVALUE: 1 (most urgent) .. 99.",
+    "weight": "Change an experiment's fair-share weight.\n\nVALUE: a number > 0, its share under fair-share.",
+    "max-slots": "Cap the slots an experiment's trials hold at once.\n\nVALUE: the most slots, on the next pass.",
+}
+
+
+def _text_setter(key: str) -> click.Command:
+    @click.command(key, help=TEXT_HELP[key])
+    @click.argument("exp_id", type=int)
+    @click.argument("value")
+    @click.pass_context
+    def set_text(ctx: click.Context, exp_id: int, value: str) -> None:
+        exp = client_of(ctx).patch_experiment(exp_id, name=value if key == "name" else None,
+                                              description=value if key == "description" else None,
+                                              notes=value if key == "notes" else None).experiment
+        output.console.print(f"Experiment {exp_id}: {key} is now {getattr(exp, key)!r}.")
+
+    return set_text
+
+
+def _job_setter(key: str) -> click.Command:
+    @click.command(key, help=JOB_HELP[key])
+    @click.argument("exp_id", type=int)
+    @click.argument("value")
+    @click.pass_context
+    def set_job_key(ctx: click.Context, exp_id: int, value: str) -> None:
+        set_job_value(client_of(ctx), "experiment", key, exp_id, value)
+
+    return set_job_key
+
+
+for _key in TEXT_KEYS:
+    set_.add_command(_text_setter(_key))
+for _key in SET_KEYS:
+    set_.add_command(_job_setter(_key))
+set_.add_command(gc_policy)
 
 
 @click.group("label", cls=AliasedGroup, aliases={"rm": "remove"})

@@ -1,5 +1,5 @@
-"""Experiments: create, list (filtered, sorted), describe, edit, delete, continue, actions, trials, checkpoints,
-the context archive, the best validation."""
+"""Experiments: create, list (filtered, sorted), describe, edit, delete, continue, actions, trials, checkpoints and
+their GC policy, the context archive, the best validation."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ TRIALS = endpoint("GET", E + "/{exp_id}/trials", experiments.TrialList)
 CHECKPOINTS = endpoint("GET", E + "/{exp_id}/checkpoints", checkpoints.CheckpointList)
 MODEL_DEF = endpoint("GET", E + "/{exp_id}/model_def", experiments.ModelDef)
 BEST_METRIC = endpoint("GET", E + "/{exp_id}/searcher/best_searcher_validation_metric", experiments.BestMetric)
+GC_POLICY = endpoint("PATCH", E + "/{exp_id}/checkpoint-gc-policy", experiments.GcPolicyChange,
+                     experiments.ChangeGcPolicy)
 UPDATE_JOB = endpoint("PATCH", E + "/{exp_id}/job", jobs.JobEnvelope, jobs.UpdateJob)
 SERIES = endpoint("GET", E + "/{exp_id}/metrics/series", series.ExperimentSeries)
 PREVIEW = endpoint("POST", "/api/v1/searcher/preview", searcher.PreviewAnswer, searcher.PreviewRequest)
@@ -91,6 +93,14 @@ class ExperimentsApi(Api):
     def best_validation_metric(self, exp_id: int) -> experiments.BestMetric:
         """The experiment's best searcher metric so far (NotFoundError while it has none)."""
         return self.call(BEST_METRIC, path={"exp_id": exp_id})
+
+    def change_gc_policy(self, exp_id: int, *, save_experiment_best: int, save_trial_best: int,
+                         save_trial_latest: int, dry_run: bool = False) -> experiments.GcPolicyChange:
+        """Determined's `e set gc-policy`: with `dry_run`, what the policy would delete and keep; otherwise it
+        becomes the experiment's checkpoint GC policy and the checkpoints beyond it are deleted (files and rows)."""
+        return self.call(GC_POLICY, path={"exp_id": exp_id}, json_body=body(
+            experiments.ChangeGcPolicy, save_experiment_best=save_experiment_best, save_trial_best=save_trial_best,
+            save_trial_latest=save_trial_latest, dry_run=dry_run))
 
     def update_experiment_job(self, exp_id: int, *, priority: int | None = None, weight: float | None = None,
                               max_slots: int | None = None) -> jobs.JobEnvelope:

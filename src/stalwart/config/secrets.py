@@ -1,15 +1,17 @@
 """Secrets inside stored configs: which keys hold them, a copy with each one hidden, and keeping hidden ones.
 
-A config leaves the master (API answers, `e config`, the UI, a trial's environment and info file, a custom
-searcher) only as `redact(config)`: every secret that is set reads `PLACEHOLDER`. The agent that pulls an image
-is the one place a secret goes (the start order's `container.registry_auth`).
+A config leaves the master (API answers, `e config`, the UI, a trial's environment and its info file's
+`trial.config`, a custom searcher) only as `redact(config)`: every secret that is set reads `PLACEHOLDER`. A
+storage section on its own (a checkpoint's `storage`, a workspace's default) leaves it as `redact_storage`. Two
+places get a secret: the agent that pulls an image (the start order's `container.registry_auth`), and the trial
+that writes checkpoints (its info file's `checkpoint_storage`, a file only the task reads).
 
 A config that comes back with the placeholder (a fork of an experiment shown redacted, a continue) keeps the
 stored secret of its parent (`restore`), but only while the keys that say where the secret is sent
 (`SecretGroup.bound_to`) are the parent's: a config never makes the master send a kept secret somewhere new. A
 placeholder with no stored secret behind it is refused (the placeholder is never saved as a secret).
 
-To hide another kind of secret (cloud-storage credentials, say), add a `SecretGroup` to `SECRET_GROUPS`.
+To hide another kind of secret, add a `SecretGroup` to `SECRET_GROUPS`.
 """
 
 from __future__ import annotations
@@ -41,12 +43,23 @@ class SecretGroup:
     bound_to: tuple[str, ...] = ()
 
 
+STORAGE_SECRETS = ("secret_key", "connection_string", "credential")
+"""The secret keys of a storage section: s3's `secret_key`, azure's `connection_string` and `credential` (gcs has
+none: its credentials come from the environment, as Determined's)."""
+
+_STORAGE_BOUND_TO = ("type", "endpoint_url", "access_key", "account_url")
+"""A storage secret is kept only while these say the same: where it is sent, and whose key it is."""
+
+STORAGE_SECTIONS = ("checkpoint_storage", "tensorboard_storage")
+
 SECRET_GROUPS: tuple[SecretGroup, ...] = (
     SecretGroup(
         "environment.registry_auth",
         ("password", "auth", "identitytoken", "registrytoken"),
         ("environment.registry_auth.serveraddress", "environment.registry_auth.username", "environment.image"),
     ),
+    *(SecretGroup(section, STORAGE_SECRETS, tuple(f"{section}.{key}" for key in _STORAGE_BOUND_TO))
+      for section in STORAGE_SECTIONS),
 )
 
 
@@ -92,12 +105,56 @@ def redact(config: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def redact_storage(storage: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A storage section on its own (a checkpoint's `storage`, a workspace's default) with its secrets hidden."""
+    if storage is None:
+        return None
+    return dict(redact({"checkpoint_storage": storage})["checkpoint_storage"])
+
+
+def restore_storage(storage: Mapping[str, Any] | None, stored: Mapping[str, Any] | None,
+                    where: str) -> dict[str, Any] | None:
+    """A storage section given on its own (`where`: whose, for errors) with each PLACEHOLDER replaced by the secret
+    `stored` (what it replaces; None: nothing) holds, under the rules of `restore`."""
+    if storage is None:
+        return None
+    return dict(restore({"checkpoint_storage": storage}, {"checkpoint_storage": stored or {}}, where)
+                ["checkpoint_storage"])
+
+
+def storage_secret_values(storage: Mapping[str, Any] | None) -> list[str]:
+    """The secrets a storage section holds (not placeholders)."""
+    return secret_values({"checkpoint_storage": storage}) if storage else []
+
+
+def without_storage_secrets(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `config` whose storage sections hold no secret (a parent whose storage credentials a fork may not
+    keep: they would reach the forker's code, in its trials)."""
+    out = copy.deepcopy(dict(config))
+    for section in STORAGE_SECTIONS:
+        storage = out.get(section)
+        if isinstance(storage, dict):
+            for key in STORAGE_SECRETS:
+                storage.pop(key, None)
+    return out
+
+
+def masked(text: str, values: list[str]) -> str:
+    """`text` with each of `values` (secrets) replaced by PLACEHOLDER: an error message fit for a log or an answer."""
+    for value in sorted(values, key=len, reverse=True):
+        text = text.replace(value, PLACEHOLDER)
+    return text
+
+
 def redact_text(text: str, config: Mapping[str, Any]) -> str:
     """The YAML text a config was given as, fit to show: unchanged when `config` (its parsed form) holds no
     secret, else the text's keys written again with the secrets hidden (its comments and layout are lost)."""
     if not has_secrets(config):
         return text
-    return yaml.safe_dump(redact(read_source(text)), sort_keys=False)
+    source = read_source(text)
+    if not has_secrets(source):  # the secret came from a default (a workspace's storage), not from the text
+        return text
+    return yaml.safe_dump(redact(source), sort_keys=False)
 
 
 def restore(config: Mapping[str, Any], parent: Mapping[str, Any] | None, parent_name: str) -> dict[str, Any]:

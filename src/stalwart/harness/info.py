@@ -40,6 +40,7 @@ class ClusterInfo:
     container_addrs: list[str] = field(default_factory=lambda: ["127.0.0.1"])
     container_rank: int = 0
     gpu_uuids: list[str] = field(default_factory=list)
+    checkpoint_storage: dict[str, Any] | None = None  # with its credentials (trial.config shows them hidden)
 
     @property
     def user_data(self) -> dict[str, Any]:
@@ -78,6 +79,7 @@ def _load(path: str) -> ClusterInfo:
         container_addrs=_container_addrs(raw),
         container_rank=_container_rank(raw),
         gpu_uuids=raw.get("gpu_uuids", []),
+        checkpoint_storage=raw.get("checkpoint_storage"),
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from stalwart.config import secrets
 from stalwart.master.queries import metrics as metric_rows
 from stalwart.master.queries.rows import Conn
 
@@ -56,10 +57,12 @@ def allocation(row: RowLike) -> View:
 
 
 def checkpoint(row: RowLike) -> View:
-    return {k: row[k] for k in (
-        "uuid", "trial_id", "allocation_id", "steps_completed", "state", "resources", "metadata", "storage",
-        "report_time",
+    """A checkpoint as the API shows it: its `storage` with the secrets hidden (config/secrets.py)."""
+    out = {k: row[k] for k in (
+        "uuid", "trial_id", "allocation_id", "steps_completed", "state", "resources", "metadata", "report_time",
     )}
+    out["storage"] = secrets.redact_storage(row["storage"])
+    return out
 
 
 def agent(row: RowLike, used_slots: int = 0) -> View:

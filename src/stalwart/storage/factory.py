@@ -7,7 +7,10 @@ from typing import Any
 
 from stalwart.api.errors import ConfigError
 from stalwart.storage.base import StorageManager
+from stalwart.storage.cloud import azure_storage, gcs_storage, s3_storage
 from stalwart.storage.shared_fs import SharedFSStorage
+
+_CLOUD = {"s3": s3_storage, "gcs": gcs_storage, "azure": azure_storage}
 
 
 def make_storage(cfg: Mapping[str, Any]) -> StorageManager:
@@ -17,6 +20,6 @@ def make_storage(cfg: Mapping[str, Any]) -> StorageManager:
         return SharedFSStorage.from_config(cfg)
     if kind == "directory":
         return SharedFSStorage(cfg["container_path"])
-    raise ConfigError(
-        f"checkpoint_storage.type: '{kind}' storage is not available in this build; use shared_fs or directory"
-    )
+    if isinstance(kind, str) and kind in _CLOUD:
+        return _CLOUD[kind](cfg)
+    raise ConfigError(f"checkpoint_storage.type: expected one of shared_fs, directory, s3, gcs, azure; got {kind!r}")

@@ -149,3 +149,44 @@ class ModelDef(Response):
 
 class BestMetric(Response):
     metric: MetricNumber
+
+
+GcCount = Annotated[int, Field(ge=0, le=2**31 - 1, description="how many checkpoints to keep (0 or more)")]
+
+
+class ChangeGcPolicy(Request):
+    """PATCH /api/v1/experiments/{exp_id}/checkpoint-gc-policy: Determined's `e set gc-policy`. With dry_run, only
+    what the policy would delete and keep; otherwise the experiment's checkpoint_storage policy changes and its
+    checkpoints beyond it are deleted. An unknown field is refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    save_experiment_best: GcCount
+    save_trial_best: GcCount
+    save_trial_latest: GcCount
+    dry_run: bool = False
+
+
+class GcCheckpoint(Response):
+    """One checkpoint in a GC policy's answer; `reason` says why it is kept (empty for one deleted)."""
+
+    uuid: Uuid
+    trial_id: Id
+    steps_completed: Steps
+    metric: MetricNumber | None = Field(default=None, description="the searcher metric's validation at its step")
+    reason: str = ""
+
+
+class GcPolicyChange(Response):
+    """What a checkpoint GC policy deletes and keeps of an experiment's COMPLETED checkpoints (dry_run: would).
+    `not_deleted`: those whose files could not be deleted (still COMPLETED; the master log says why)."""
+
+    dry_run: bool
+    metric: str | None = None
+    smaller_is_better: bool
+    save_experiment_best: GcCount
+    save_trial_best: GcCount
+    save_trial_latest: GcCount
+    to_delete: list[GcCheckpoint]
+    to_keep: list[GcCheckpoint]
+    not_deleted: list[GcCheckpoint] = Field(default_factory=list)

@@ -5,15 +5,20 @@ from __future__ import annotations
 import contextlib
 import enum
 import json
+import logging
+import os
 import pathlib
 import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from stalwart.client import Client
 from stalwart.harness.core._distributed import DistributedContext
-from stalwart.storage import StorageManager
+from stalwart.storage import SharedFSStorage, StorageManager
+
+log = logging.getLogger("stalwart.core")
 
 
 class DownloadMode(enum.Enum):
@@ -65,12 +70,21 @@ class CheckpointContext:
 
     @contextlib.contextmanager
     def _store_sharded(self, metadata: Metadata | None) -> Iterator[tuple[pathlib.Path, str]]:
+        """Each rank writes its files into a scratch directory of its own, then stores them into the checkpoint:
+        a rank that fails removes its own files only, never the other ranks' (`storage.store_path` would delete
+        the whole checkpoint)."""
         storage_id = self._dist.broadcast(str(uuid.uuid4()) if self._dist.rank == 0 else "")  # the chief's id
-        with self._storage.store_path(storage_id) as path:
-            yield pathlib.Path(path), storage_id
+        with _shard_scratch(self._storage) as path:
+            yield path, storage_id
             merged = merge_metadata(self._dist.allgather(metadata or {}))  # also: every rank has written
             if self._dist.rank == 0:
-                self._write_metadata(pathlib.Path(path), merged)
+                self._write_metadata(path, merged)
+            files = shard_files(path)
+            try:
+                _put_shard(self._storage, path, storage_id)
+            except BaseException:
+                remove_shard(self._storage, storage_id, files)
+                raise
         self._dist.allgather(None)  # every rank's files are in storage before the chief reports
         if self._dist.rank == 0:
             self._report(storage_id, merged)
@@ -129,6 +143,53 @@ class CheckpointContext:
 
     def delete(self, storage_id: str) -> None:
         self._storage.delete(storage_id)
+
+
+@contextlib.contextmanager
+def _shard_scratch(storage: StorageManager) -> Iterator[pathlib.Path]:
+    """Where one rank writes its shard: beside the checkpoints on a file system backend (its files then move into
+    place, no copy), else a local temporary directory (then uploaded). Removed afterwards."""
+    where = None
+    if isinstance(storage, SharedFSStorage):
+        storage.base.mkdir(parents=True, exist_ok=True)
+        where = str(storage.base)
+    with tempfile.TemporaryDirectory(prefix=".stalwart-shard-", dir=where) as scratch:
+        yield pathlib.Path(scratch)
+
+
+def _put_shard(storage: StorageManager, shard: pathlib.Path, storage_id: str) -> None:
+    """One rank's files into checkpoint `storage_id`, beside the other ranks'."""
+    if not isinstance(storage, SharedFSStorage):
+        storage.upload(shard, storage_id)
+        return
+    root = storage.base / storage_id
+    root.mkdir(exist_ok=True)
+    for item in sorted(shard.rglob("*")):
+        target = root / item.relative_to(shard)
+        if item.is_dir() and not item.is_symlink():
+            target.mkdir(exist_ok=True)
+        else:
+            os.replace(item, target)
+
+
+def shard_files(shard: pathlib.Path) -> list[str]:
+    """The files of one rank's shard (relative paths), directories left out."""
+    return sorted(p.relative_to(shard).as_posix() for p in shard.rglob("*") if p.is_symlink() or not p.is_dir())
+
+
+def remove_shard(storage: StorageManager, storage_id: str, files: list[str]) -> None:
+    """Remove `files` (one rank's shard) from checkpoint `storage_id` after storing them failed, leaving the other
+    ranks' files. On a file system backend (shared_fs, directory) each of them goes; the object-store backends
+    offer no single-file delete through StorageManager yet: their part stays, logged."""
+    if not isinstance(storage, SharedFSStorage):
+        log.warning("checkpoint %s: this rank's upload failed; its files %s may remain in storage", storage_id, files)
+        return
+    root = storage.base / storage_id
+    for rel in files:
+        try:
+            (root / rel).unlink(missing_ok=True)
+        except OSError as err:
+            log.warning("checkpoint %s: could not remove %s of this rank's failed shard: %s", storage_id, rel, err)
 
 
 def _copy_into(src: pathlib.Path, dst: pathlib.Path, selector: Callable[[str], bool] | None) -> None:

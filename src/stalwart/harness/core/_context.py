@@ -120,8 +120,9 @@ def init(*, distributed: DistributedContext | None = None, checkpoint_storage: C
     dist = distributed or DistributedContext()
     client = trial_client(info)
     chief = dist.rank == 0
+    # the info file's storage carries the credentials; the config's shows them hidden
     storage = make_storage(dict(checkpoint_storage) if isinstance(checkpoint_storage, dict)
-                           else config["checkpoint_storage"])
+                           else info.checkpoint_storage or config["checkpoint_storage"])
     length = views.max_length(config)
     return Context(
         distributed=dist,

@@ -1,6 +1,7 @@
-"""The registry credentials that concern an allocation, so that its stored task logs never show them
-(`env.secrets_of`): its task config's and its pool's `task_container_defaults`' (`config/secrets.py` says which
-keys are secrets).
+"""The config secrets that concern an allocation, so that its stored task logs never show them
+(`env.secrets_of`): its task config's (registry credentials, and the checkpoint storage's credentials its trial
+writes with) and its pool's `task_container_defaults`' registry credentials (`config/secrets.py` says which keys
+are secrets).
 
 They are looked up once per allocation and master process (neither a task's config nor the master's config
 changes while it runs) and kept in a bounded cache. Secrets shorter than MIN_MASKED characters are not masked: a

@@ -28,6 +28,7 @@ from typing import Any
 
 from stalwart.api.errors import InvalidStateError, NotFoundError, StalwartError
 from stalwart.api.states import ExperimentState as S
+from stalwart.config import secrets
 from stalwart.master.experiments import searchers
 from stalwart.master.queries import (
     checkpoint_users as users,
@@ -71,9 +72,10 @@ def _remove_files(m: Master, checkpoints: list[dict[str, Any]]) -> None:
             if storage.list(uuid):
                 raise OSError("its files are still there after the delete")
         except Exception as err:
-            log.warning("could not delete the files of checkpoint %s: %s", uuid, err)
+            shown = secrets.masked(str(err), secrets.storage_secret_values(ckpt["storage"]))
+            log.warning("could not delete the files of checkpoint %s: %s", uuid, shown)
             raise CheckpointStorageError(
-                f"checkpoint {uuid}: its files could not be deleted from checkpoint storage ({err}); "
+                f"checkpoint {uuid}: its files could not be deleted from checkpoint storage ({shown}); "
                 "it and the checkpoints not yet deleted keep their records") from None
         with m.db.begin() as conn:
             checkpoint_rows.mark_deleted(conn, uuid)

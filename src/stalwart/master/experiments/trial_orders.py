@@ -23,16 +23,24 @@ def start_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any]) ->
     return order
 
 
+def _steps_completed(trial: Row, latest: Row | None) -> int:
+    """The batches the trial has trained: its latest checkpoint's, but 0 when that is the checkpoint it was
+    warm-started from (searcher.source_trial_id / source_checkpoint_uuid: its weights only, as in Determined)."""
+    if latest is None or latest["uuid"] == trial["source_checkpoint_uuid"]:
+        return 0
+    return int(latest["steps_completed"])
+
+
 def _trial_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any]) -> dict[str, Any]:
     trial = trial_rows.get(conn, alloc["trial_id"])
     exp = experiment_rows.get(conn, trial["experiment_id"])
     config = exp["config"]
     part = container_orders.for_container(m, conn, config, container)  # ContainerRefused: the pool's policy
-    shown = secrets.redact(config)  # what the trial sees of its config: its secrets hidden
+    shown = secrets.redact(config)  # its config as the trial sees it: secrets hidden (but info's checkpoint_storage)
     latest = trials.latest_checkpoint(conn, trial["id"])
     token = m.allocation_token(alloc["id"])
     user_token = owner_session(m, conn, alloc, exp["owner"])
-    steps = int(latest["steps_completed"]) if latest else 0
+    steps = _steps_completed(trial, latest)
     info = {
         "master_url": m.settings.url,
         "cluster_id": m.cluster_id,
@@ -44,6 +52,7 @@ def _trial_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any]) -
         "user_token": user_token,
         "task_type": "TRIAL",
         "latest_checkpoint": latest["uuid"] if latest else None,
+        "checkpoint_storage": config.get("checkpoint_storage"),  # with its secrets: only in this 0600 file
         "trial": {
             "trial_id": trial["id"],
             "experiment_id": exp["id"],

@@ -3,26 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-import io
-import pathlib
-import tarfile
-import tempfile
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
-from fastapi.responses import Response
+from fastapi.responses import Response, StreamingResponse
 
 from stalwart.api import permissions as P
 from stalwart.api.errors import NotFoundError
 from stalwart.api.models.checkpoints import Checkpoint, CheckpointEnvelope, DeleteCheckpoints, RegisterCheckpoint
 from stalwart.api.models.common import Empty
 from stalwart.master import views
-from stalwart.master.experiments import deleting, intake
+from stalwart.master.experiments import checkpoint_download, deleting, intake
 from stalwart.master.identity import authz
 from stalwart.master.queries import checkpoints as checkpoint_rows
 from stalwart.master.routes.common import master
 from stalwart.master.routes.contract import route
-from stalwart.storage import make_storage
 
 router = APIRouter(prefix="/api/v1/checkpoints", tags=["checkpoints"])
 
@@ -45,32 +40,25 @@ async def delete(request: Request, payload: DeleteCheckpoints) -> Empty:
     return Empty()
 
 
-def _get(request: Request, uuid: str) -> dict[str, Any]:
+def _row(request: Request, uuid: str) -> dict[str, Any]:
+    """The checkpoint's row as stored: its `storage` holds the secrets (`views.checkpoint` hides them)."""
     m = master(request)
     with m.db.begin() as conn:
-        row = checkpoint_rows.get(conn, uuid)
-    return views.checkpoint(row)
+        return dict(checkpoint_rows.get(conn, uuid))
 
 
 @route(router, "GET", "/{uuid}")
 async def describe(request: Request, uuid: UuidPath) -> CheckpointEnvelope:
-    return CheckpointEnvelope(checkpoint=Checkpoint.model_validate(_get(request, uuid)))
+    return CheckpointEnvelope(checkpoint=Checkpoint.model_validate(views.checkpoint(_row(request, uuid))))
 
 
 @route(router, "GET", "/{uuid}/download")
 async def download(request: Request, uuid: UuidPath) -> Response:
-    """The checkpoint's files as a .tgz, read by the master from checkpoint storage."""
-    ckpt = _get(request, uuid)
-    if ckpt["state"] != "COMPLETED":
-        raise NotFoundError(f"checkpoint {uuid} is {ckpt['state']}; its files are gone")
-    return Response(await asyncio.to_thread(_pack, ckpt["storage"], uuid), media_type="application/gzip")
-
-
-def _pack(storage_config: dict[str, Any], uuid: str) -> bytes:
-    """The checkpoint's files as .tgz bytes (read from storage into a scratch directory when it is not local)."""
-    storage = make_storage(storage_config)
-    buf = io.BytesIO()
-    with tempfile.TemporaryDirectory(prefix="stalwart-download-") as scratch, \
-            storage.restore_path(uuid, pathlib.Path(scratch)) as path, tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        tar.add(path, arcname=".")
-    return buf.getvalue()
+    """The checkpoint's files as a .tgz, read by the master from checkpoint storage and streamed as it is written
+    (never whole in memory: `checkpoint_download`)."""
+    row = _row(request, uuid)
+    if row["state"] != "COMPLETED":
+        raise NotFoundError(f"checkpoint {uuid} is {row['state']}; its files are gone")
+    chunks = await asyncio.to_thread(checkpoint_download.open_stream, row["storage"], uuid)
+    return StreamingResponse(chunks, media_type="application/gzip",
+                             headers={"Content-Disposition": f'attachment; filename="checkpoint-{uuid}.tgz"'})

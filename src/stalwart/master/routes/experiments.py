@@ -1,5 +1,5 @@
-"""/api/v1/experiments: create, list (filtered, sorted), describe, edit, delete, continue, and the
-pause/activate/cancel/kill/archive/unarchive actions."""
+"""/api/v1/experiments: create, list (filtered, sorted), describe, edit, delete, continue, change the checkpoint GC
+policy, and the pause/activate/cancel/kill/archive/unarchive actions."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from stalwart.api.errors import InvalidRequest, NotFoundError
 from stalwart.api.models.checkpoints import Checkpoint, CheckpointList
 from stalwart.api.models.experiments import (
     BestMetric,
+    ChangeGcPolicy,
     ContinueExperiment,
     CreatedExperiment,
     CreateExperiment,
@@ -23,6 +24,7 @@ from stalwart.api.models.experiments import (
     ExperimentDetail,
     ExperimentEnvelope,
     ExperimentList,
+    GcPolicyChange,
     KeptCheckpoint,
     ModelDef,
     OrderBy,
@@ -34,7 +36,8 @@ from stalwart.api.models.trials import Trial
 from stalwart.api.states import ExperimentState
 from stalwart.config import secrets, views as config_views
 from stalwart.master import offload, views
-from stalwart.master.experiments import continuing, deleting, editing, experiments, warm_start
+from stalwart.master.experiments import continuing, deleting, editing, experiments, gc_policy_change, warm_start
+from stalwart.master.experiments.gc_selection import Policy
 from stalwart.master.identity import authz
 from stalwart.master.queries import (
     checkpoints as checkpoint_rows,
@@ -86,6 +89,9 @@ def _parent(m: Master, request: Request, parent_id: int | None) -> tuple[str, di
     except NotFoundError:
         raise InvalidRequest(f"parent_id: there is no experiment {parent_id} to fork from") from None
     authz.require(m, request.state.identity, P.VIEW_EXPERIMENTS, authz.experiment_targets(m, [dict(row)])[parent_id])
+    if row["owner"] != request.state.identity.username:  # its trials get the storage credentials: the owner's only
+        return (f"experiment {parent_id} (of {row['owner']}: only its owner's forks keep its storage credentials)",
+                secrets.without_storage_secrets(row["config"]))
     return f"experiment {parent_id}", row["config"]
 
 
@@ -130,8 +136,15 @@ async def create(request: Request, payload: CreateExperiment) -> CreatedExperime
 
 def _check_warm_start(m: Master, request: Request, checked: experiments.NewExperiment) -> None:
     """A config that starts its trials from a stored checkpoint (searcher.source_trial_id or source_checkpoint_uuid)
-    must name a completed one the caller may view (400, 403; the checked experiment is let go)."""
+    must name a completed one the caller may view (400, 403; the checked experiment is let go). A source trial's
+    experiment is checked first: who may not view it learns nothing of its checkpoints."""
     try:
+        trial_id = (checked.config.get("searcher") or {}).get("source_trial_id")
+        if trial_id is not None:
+            with m.db.begin() as conn:
+                source_trial = authz.FINDERS["trial_id"].find(conn, int(trial_id))
+            if source_trial is not None:
+                authz.require(m, request.state.identity, P.VIEW_EXPERIMENTS, source_trial)
         uuid = warm_start.check(m, checked.config)
         if uuid is not None:
             authz.require_checkpoints(m, request.state.identity, P.VIEW_EXPERIMENTS, [uuid])
@@ -300,3 +313,13 @@ async def best_validation(request: Request, exp_id: IdPath) -> BestMetric:
     if best is None:
         raise NotFoundError(f"experiment {exp_id} has no validation of '{row['config']['searcher']['metric']}' yet")
     return BestMetric(metric=best["value"])
+
+
+@route(router, "PATCH", "/{exp_id}/checkpoint-gc-policy")
+async def change_gc_policy(request: Request, exp_id: IdPath, payload: ChangeGcPolicy) -> GcPolicyChange:
+    """Determined's `e set gc-policy`: with dry_run, what the policy would delete and keep; otherwise it becomes the
+    experiment's policy and its checkpoints beyond it leave storage (files, then rows marked DELETED)."""
+    policy = Policy(payload.save_experiment_best, payload.save_trial_best, payload.save_trial_latest)
+    act = gc_policy_change.preview if payload.dry_run else gc_policy_change.apply
+    done = await asyncio.to_thread(act, master(request), exp_id, policy)
+    return gc_policy_change.answer(done, policy, payload.dry_run)

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from stalwart.api.errors import InvalidRequest, InvalidStateError, NotFoundError
+from stalwart.config import secrets
 from stalwart.config.storage import validate_checkpoint_storage
 from stalwart.master.allocations import root_guard
 from stalwart.master.identity import sessions
@@ -60,7 +61,8 @@ def _view(ws: Row, projects: dict[int, int], experiments: dict[int, int],
             "createdBy": ws["created_by"], "createdAt": ws["created_at"],
             "numProjects": projects.get(ws["id"], 0), "numExperiments": experiments.get(ws["id"], 0),
             "agentUserGroup": agent if any(v is not None for v in agent.values()) else None,
-            "checkpointStorageConfig": ws["checkpoint_storage"], "defaultComputePool": ws["default_compute_pool"],
+            "checkpointStorageConfig": secrets.redact_storage(ws["checkpoint_storage"]),  # its secrets hidden
+            "defaultComputePool": ws["default_compute_pool"],
             "defaultAuxPool": ws["default_aux_pool"], "boundPools": bound}
 
 
@@ -71,9 +73,10 @@ def project_view(pj: Row, num_experiments: int = 0) -> dict[str, Any]:
             "createdAt": pj["created_at"], "numExperiments": num_experiments}
 
 
-def _settings(m: Master, fields: dict[str, Any]) -> dict[str, Any]:
+def _settings(m: Master, fields: dict[str, Any], stored: Row | None = None) -> dict[str, Any]:
     """Workspace columns from request fields (agentUserGroup, checkpointStorageConfig, default pools), each
-    checked: 400 naming the field and what is wrong."""
+    checked: 400 naming the field and what is wrong. A storage secret given as the placeholder keeps the one
+    `stored` (the workspace being changed) holds (config/secrets.py)."""
     out: dict[str, Any] = {}
     pools = m.settings.cluster.pool_names
     agent = fields.get("agentUserGroup")
@@ -84,6 +87,8 @@ def _settings(m: Master, fields: dict[str, Any]) -> dict[str, Any]:
         storage = fields["checkpointStorageConfig"]
         if storage is not None:
             validate_checkpoint_storage(storage, "checkpointStorageConfig")
+            where = f"workspace {stored['name']}" if stored is not None else "a new workspace"
+            storage = secrets.restore_storage(storage, stored["checkpoint_storage"] if stored else None, where)
         out["checkpoint_storage"] = storage
     for key, col in (("defaultComputePool", "default_compute_pool"), ("defaultAuxPool", "default_aux_pool")):
         if fields.get(key) is not None:
@@ -128,7 +133,7 @@ def edit_workspace(m: Master, workspace_id: int, fields: dict[str, Any]) -> None
             raise InvalidStateError(f"workspace {ws['name']} is the default workspace: its name and settings cannot "
                                     f"be changed; create a workspace of your own for other defaults "
                                     f"(`stalwart workspace create NAME ...`)")
-        values = _settings(m, fields)
+        values = _settings(m, fields, ws)
         if fields.get("name") is not None and fields["name"] != ws["name"]:
             if wq.workspace_by_name(conn, fields["name"]) is not None:
                 raise InvalidStateError(f"workspace {fields['name']} already exists")
