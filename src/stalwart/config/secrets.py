@@ -17,7 +17,7 @@ To hide another kind of secret, add a `SecretGroup` to `SECRET_GROUPS`.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,14 +95,20 @@ def has_secrets(config: Mapping[str, Any]) -> bool:
 def redact(config: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of `config` with every secret that is set replaced by PLACEHOLDER (`config` is unchanged)."""
     out = copy.deepcopy(dict(config))
-    for group in SECRET_GROUPS:
-        section = _lookup(out, group.path)
-        if not isinstance(section, dict):
-            continue
-        for key in group.secrets:
-            if _is_set(section.get(key)):
-                section[key] = PLACEHOLDER
+    for _group, section, key in _secret_slots(out):
+        if _is_set(section.get(key)):
+            section[key] = PLACEHOLDER
     return out
+
+
+def _secret_slots(config: dict[str, Any]) -> Iterator[tuple[SecretGroup, dict[str, Any], str]]:
+    """(group, its section in `config`, secret key) for every group whose section `config` has: where a secret
+    of `config` is, or would be, kept."""
+    for group in SECRET_GROUPS:
+        section = _lookup(config, group.path)
+        if isinstance(section, dict):
+            for key in group.secrets:
+                yield group, section, key
 
 
 def redact_storage(storage: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -164,13 +170,9 @@ def restore(config: Mapping[str, Any], parent: Mapping[str, Any] | None, parent_
     ConfigError (400) naming the key when there is no stored secret to keep, or when a key the secret is bound
     to changed (the stored secret would go somewhere new)."""
     out = copy.deepcopy(dict(config))
-    for group in SECRET_GROUPS:
-        section = _lookup(out, group.path)
-        if not isinstance(section, dict):
-            continue
-        for key in group.secrets:
-            if section.get(key) == PLACEHOLDER:
-                section[key] = _kept(group, key, out, parent, parent_name)
+    for group, section, key in _secret_slots(out):
+        if section.get(key) == PLACEHOLDER:
+            section[key] = _kept(group, key, out, parent, parent_name)
     return out
 
 
