@@ -1,12 +1,11 @@
 """Container servers for the tests: started lazily, once per pytest run (xdist workers included), stopped at its end.
 
-The run's controller (the process without xdist's `workerinput`) makes a run directory in `pytest_configure`
-and names it in `STALWART_TEST_CONTAINERS`, which xdist's workers inherit. The first test that needs a server
-calls `servers()`: under an `flock` on `<run dir>/lock` it starts them all (dockerd, Podman's Docker-compatible
-service, a registry with basic auth: `container_daemons`), imports the images into both engines
-(`container_images`) and records them in `<run dir>/servers.json`; every later call, in any worker, reads
-that record. The controller's `pytest_unconfigure` stops what was recorded and removes the run directory; a
-reaper started with the servers does the same if the controller dies without it.
+The run directory (named in `STALWART_TEST_CONTAINERS`), its lock and the reaper that cleans up after a dead
+controller are `once_per_run`'s (`RUN`). The first test that needs a server calls `servers()`: under the run's lock
+it starts them all (dockerd, Podman's Docker-compatible service, a registry with basic auth: `container_daemons`),
+imports the images into both engines (`container_images`) and records them in `<run dir>/servers.json`; every later
+call, in any worker, reads that record. At the run's end `stop_all` stops what was recorded and removes the run
+directory.
 
 Fixtures (session scope): `container_servers`, `docker_url`, `podman_url`, `registry`. Each skips, saying what
 to install, only when this machine lacks what it needs (the binaries; root for dockerd and debootstrap). For
@@ -15,18 +14,12 @@ further images on the python image's root, `build_image(engine_urls, name, extra
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import pathlib
-import select
 import shutil
-import subprocess
-import sys
-import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
@@ -42,8 +35,9 @@ from container_daemons import (
     stop_recorded,
 )
 from container_images import build_image as _build_image, busybox_tar, import_image, python_rootfs
+from once_per_run import RunDirectory, locked
 
-RUN_DIR_ENV = "STALWART_TEST_CONTAINERS"
+RUN = RunDirectory("STALWART_TEST_CONTAINERS", "stalwart-ct-", "container_servers", "the container servers")
 PYTHON_IMAGE = "localhost/stalwart-test/python:bookworm"
 BUSYBOX_IMAGE = "localhost/stalwart-test/busybox:latest"
 NEEDS = {  # what each part needs on this machine, and the Debian package that has it
@@ -103,28 +97,10 @@ def missing(part: str) -> str | None:
     return None
 
 
-def _run_dir() -> pathlib.Path:
-    raw = os.environ.get(RUN_DIR_ENV)
-    if not raw:
-        raise RuntimeError(f"{RUN_DIR_ENV} is not set: the container servers start only under pytest "
-                           "(tests/conftest.py loads container_servers as a plugin)")
-    return pathlib.Path(raw)
-
-
-@contextlib.contextmanager
-def _locked(run_dir: pathlib.Path) -> Iterator[None]:
-    with open(run_dir / "lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def servers() -> Servers:
     """This run's servers, started now by whoever asks first (once per run, across xdist workers)."""
-    run_dir = _run_dir()
-    with _locked(run_dir):
+    run_dir = RUN.path()
+    with locked(run_dir):
         state, failed = run_dir / "servers.json", run_dir / "failed"
         if state.exists():
             return _load(json.loads(state.read_text()))
@@ -157,7 +133,7 @@ def _load(raw: dict[str, object]) -> Servers:
 def _start(run_dir: pathlib.Path) -> Servers:
     """Start what this machine can run, all at once; import the images into the engines."""
     began = time.monotonic()
-    _start_reaper(run_dir)
+    RUN.start_reaper(run_dir)
     port = free_port()  # the registry's, known before Podman starts (its registries.conf names it)
     can = {part: missing(part) is None for part in NEEDS}
     with ThreadPoolExecutor(4) as pool:
@@ -184,49 +160,20 @@ def stop_all(run_dir: pathlib.Path) -> None:
     """Stop every server of the run and remove its directory (idempotent)."""
     if not run_dir.exists():
         return
-    with _locked(run_dir):
+    with locked(run_dir):
         sockets = [run_dir / "docker" / "docker.sock", run_dir / "podman" / "podman.sock"]
         stop_recorded(run_dir, [f"unix://{s}" for s in sockets if s.exists()])
-
-
-def _start_reaper(run_dir: pathlib.Path) -> None:
-    """A process that stops the servers when the run's controller dies without stopping them."""
-    owner = (run_dir / "owner").read_text().strip()
-    subprocess.Popen([sys.executable, __file__, "reap", str(run_dir), owner], stdin=subprocess.DEVNULL,
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                     cwd=os.path.dirname(__file__))
-
-
-def _reap(run_dir: pathlib.Path, owner: int) -> None:
-    try:
-        pidfd = os.pidfd_open(owner)
-    except ProcessLookupError:
-        pass
-    else:
-        select.select([pidfd], [], [])  # readable once the owner has exited
-    stop_all(run_dir)
 
 
 # -- the pytest plugin -----------------------------------------------------------------------------------------
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if hasattr(config, "workerinput") or os.environ.get(RUN_DIR_ENV):
-        return  # an xdist worker, or a pytest run inside a run: the outer run's servers
-    run_dir = pathlib.Path(tempfile.mkdtemp(prefix="stalwart-ct-", dir="/tmp"))  # short: unix socket paths
-    (run_dir / "owner").write_text(f"{os.getpid()}\n")
-    os.environ[RUN_DIR_ENV] = str(run_dir)
-    config.stash[_OWNED] = run_dir
-
-
-_OWNED = pytest.StashKey[pathlib.Path]()
+    RUN.configure(config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    run_dir = config.stash.get(_OWNED, None)
-    if run_dir is not None:
-        stop_all(run_dir)
-        os.environ.pop(RUN_DIR_ENV, None)
+    RUN.unconfigure(config)
 
 
 def _servers_for(part: str) -> Servers:
@@ -263,6 +210,3 @@ def registry() -> Registry:
     assert started is not None
     return started
 
-
-if __name__ == "__main__" and sys.argv[1:2] == ["reap"]:
-    _reap(pathlib.Path(sys.argv[2]), int(sys.argv[3]))

@@ -4,12 +4,10 @@ They are emulators of the cloud APIs, not the clouds: moto's server mode for S3,
 Azurite's blob service (npm, locked in tests/azurite) for Azure. Each listens on 127.0.0.1 only and keeps its data in
 memory.
 
-The run's controller (the process without xdist's `workerinput`) makes a run directory in `pytest_configure` and
-names it in `STALWART_TEST_STORAGE`, which the workers inherit. The first test that needs an emulator calls
-`emulator(name)`: under an `flock` on `<run dir>/lock` it starts that one, makes the bucket `BUCKET` in it and
-records it in `<run dir>/<name>.json`; every later call, in any worker, reads that record. The controller's
-`pytest_unconfigure` stops what was recorded and removes the run directory; a reaper started with the first
-emulator does the same if the controller dies without it.
+The run directory (named in `STALWART_TEST_STORAGE`), its lock and the reaper that cleans up after a dead controller
+are `once_per_run`'s (`RUN`). The first test that needs an emulator calls `emulator(name)`: under the run's lock it
+starts that one, makes the bucket `BUCKET` in it and records it in `<run dir>/<name>.json`; every later call, in any
+worker, reads that record. At the run's end `stop_all` stops what was recorded and removes the run directory.
 
 Fixture (session scope): `storage_emulator`, a function of the name ('s3', 'gcs', 'azure'). It skips, saying what
 to install, only where this machine lacks the emulator.
@@ -18,29 +16,27 @@ to install, only where this machine lacks the emulator.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import importlib.util
 import json
 import os
 import pathlib
-import select
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import pytest
 
+from once_per_run import RunDirectory, locked
 from stalwart.testing import free_port
 
-RUN_DIR_ENV = "STALWART_TEST_STORAGE"
+RUN = RunDirectory("STALWART_TEST_STORAGE", "stalwart-st-", "storage_servers", "the storage emulators")
 BUCKET = "stalwart-tests"
 AZURITE = pathlib.Path(__file__).with_name("azurite")
 # Azurite's well-known development account: public, documented, accepted by Azurite alone.
@@ -118,36 +114,16 @@ def missing(name: str) -> str | None:
     return None
 
 
-def _run_dir() -> pathlib.Path:
-    raw = os.environ.get(RUN_DIR_ENV)
-    if not raw:
-        raise RuntimeError(f"{RUN_DIR_ENV} is not set: the storage emulators start only under pytest "
-                           "(tests/conftest.py loads storage_servers as a plugin)")
-    return pathlib.Path(raw)
-
-
-@contextlib.contextmanager
-def _locked(run_dir: pathlib.Path) -> Iterator[None]:
-    with open(run_dir / "lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def emulator(name: str) -> Emulator:
     """The `name` emulator of this run, started now by whoever asks first (once per run, across xdist workers)."""
-    run_dir = _run_dir()
-    with _locked(run_dir):
+    run_dir = RUN.path()
+    with locked(run_dir):
         state, failed = run_dir / f"{name}.json", run_dir / f"{name}.failed"
         if state.exists():
             return Emulator(**json.loads(state.read_text()))
         if failed.exists():
             raise RuntimeError(f"the {name} emulator failed to start earlier in this run: {failed.read_text()}")
-        if not (run_dir / "reaper").exists():
-            _start_reaper(run_dir)
-            (run_dir / "reaper").write_text("started\n")
+        RUN.start_reaper(run_dir)
         try:
             started = _start(run_dir, name)
         except BaseException as err:
@@ -203,7 +179,7 @@ def stop_all(run_dir: pathlib.Path) -> None:
     """Stop every emulator of the run (each by its recorded process group) and remove its directory."""
     if not run_dir.exists():
         return
-    with _locked(run_dir):
+    with locked(run_dir):
         for pid_file in run_dir.glob("*.pid"):
             _stop(int(pid_file.read_text()))
     shutil.rmtree(run_dir, ignore_errors=True)
@@ -227,44 +203,15 @@ def _stop(pid: int) -> None:
             time.sleep(0.05)
 
 
-def _start_reaper(run_dir: pathlib.Path) -> None:
-    """A process that stops the emulators when the run's controller dies without stopping them."""
-    owner = (run_dir / "owner").read_text().strip()
-    subprocess.Popen([sys.executable, __file__, "reap", str(run_dir), owner], stdin=subprocess.DEVNULL,
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                     cwd=os.path.dirname(__file__))
-
-
-def _reap(run_dir: pathlib.Path, owner: int) -> None:
-    try:
-        pidfd = os.pidfd_open(owner)
-    except ProcessLookupError:
-        pass
-    else:
-        select.select([pidfd], [], [])  # readable once the owner has exited
-    stop_all(run_dir)
-
-
 # -- the pytest plugin -----------------------------------------------------------------------------------------
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if hasattr(config, "workerinput") or os.environ.get(RUN_DIR_ENV):
-        return  # an xdist worker, or a pytest run inside a run: the outer run's emulators
-    run_dir = pathlib.Path(tempfile.mkdtemp(prefix="stalwart-st-", dir="/tmp"))
-    (run_dir / "owner").write_text(f"{os.getpid()}\n")
-    os.environ[RUN_DIR_ENV] = str(run_dir)
-    config.stash[_OWNED] = run_dir
-
-
-_OWNED = pytest.StashKey[pathlib.Path]()
+    RUN.configure(config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    run_dir = config.stash.get(_OWNED, None)
-    if run_dir is not None:
-        stop_all(run_dir)
-        os.environ.pop(RUN_DIR_ENV, None)
+    RUN.unconfigure(config)
 
 
 @pytest.fixture(scope="session")
@@ -278,6 +225,3 @@ def storage_emulator() -> Callable[[str], Emulator]:
 
     return get
 
-
-if __name__ == "__main__" and sys.argv[1:2] == ["reap"]:
-    _reap(pathlib.Path(sys.argv[2]), int(sys.argv[3]))
