@@ -3,9 +3,10 @@ thread, on SQLite or PostgreSQL, in rbac mode) with two workspaces and one of ev
 
 Workspace W holds experiment E (a live trial with a live allocation and a checkpoint), command K, project P and
 their jobs; workspace W2 holds experiment E2 (another experiment's allocation). Experiment E3 in W has an allocation
-that has ended. The agent is the test itself, speaking the agent protocol over HTTP with its own credential. Names of
-W's objects carry `SECRET`: a caller who may not view W must never read it. One user per kind of caller holds the
-roles `CALLERS` gives it; `tess` owns the account objects (her account, her access token).
+that has ended. Each workspace holds a model with a version (W's of E's checkpoint, W2's of E2's). The agent is the
+test itself, speaking the agent protocol over HTTP with its own credential. Names of W's objects carry `SECRET` (its
+model's notes, since a path names a model by name): a caller who may not view W must never read it. One user per kind
+of caller holds the roles `CALLERS` gives it; `tess` owns the account objects (her account, her access token).
 """
 
 from __future__ import annotations
@@ -115,12 +116,29 @@ class World:
         made = ok(self.admin.post("/api/v1/tokens", json={"username": "tess", "description": "tess's automation"}))
         return int(made["tokenInfo"]["id"])
 
-    def new_checkpoint(self) -> str:
-        """A new checkpoint of E's trial (registered with E's allocation token, as the trial would)."""
+    def new_checkpoint(self, which: str = "E") -> str:
+        """A new checkpoint of E's (or E2's) trial (registered with its allocation token, as the trial would)."""
         uuid = str(uuidlib.uuid4())
-        ok(httpx.post(f"{self.url}/api/v1/checkpoints", headers=self.allocation_token("E"), json={
-            "trial_id": self.trials["E"], "uuid": uuid, "metadata": {"steps_completed": 1}, "resources": {"w": 1}}))
+        ok(httpx.post(f"{self.url}/api/v1/checkpoints", headers=self.allocation_token(which), json={
+            "trial_id": self.trials[which], "uuid": uuid, "metadata": {"steps_completed": 1}, "resources": {"w": 1}}))
         return uuid
+
+    def new_model(self, where: str = "W") -> str:
+        """A new model in W (or W2) with version 1, a checkpoint of E (or E2); its notes carry `SECRET` in W."""
+        name = f"model-{where.lower()}-{next(self.serial)}"
+        notes = f"notes-{SECRET}" if where == "W" else "notes"
+        ok(self.admin.post("/api/v1/models", json={"name": name, "notes": notes, "workspace": f"team-{where.lower()}"}))
+        ckpt = self.new_checkpoint("E" if where == "W" else "E2")
+        ok(self.admin.post(f"/api/v1/models/{name}/versions", json={"checkpoint_uuid": ckpt, "notes": notes}))
+        return name
+
+    def new_webhook(self, where: str | None = "W") -> str:
+        """A new webhook of W (its name carries `SECRET`), of W2, or (None) of the whole cluster."""
+        made: dict[str, Any] = {"url": "http://127.0.0.1:9/hook", "triggers": [{"trigger_type": "CUSTOM"}],
+                                "name": f"hook-{SECRET}-{next(self.serial)}" if where == "W" else "hook"}
+        if where is not None:
+            made["workspace_id"] = self.workspaces[where]
+        return str(ok(self.admin.post("/api/v1/webhooks", json=made))["webhook"]["id"])
 
     def new_group(self) -> str:
         name = f"group-{next(self.serial)}"
@@ -199,7 +217,11 @@ def _objects(world: World) -> None:
         cmd_id=str(cmd_id), task_id=f"command-{cmd_id}", username="tess", token_id=str(world.new_token()),
         job_id=next(j["job_id"] for j in jobs if j["type"] == "EXPERIMENT" and j["entity_id"] == exp_id),
         agent_id="a0", pool="default", group_name=world.new_group(), role="Viewer", action="pause",
-        version="0", path="app.css")
+        version="0", path="app.css", model_name=world.new_model("W"), version_num="1")
+    world.new_model("W2")
+    world.values["webhook_id"] = world.new_webhook("W")
+    world.new_webhook("W2")
+    world.new_webhook(None)  # the cluster's: listed only to who may manage it on the cluster
 
 
 def build(home: pathlib.Path, db_url: str) -> Iterator[World]:
@@ -243,5 +265,7 @@ FRESH: dict[str, Factory] = {
     "task_id": lambda w: f"command-{w.new_command()}",
     "token_id": lambda w: str(w.new_token()),
     "group_name": lambda w: w.new_group(),
+    "webhook_id": lambda w: w.new_webhook(),
+    "model_name": lambda w: w.new_model(),
 }
 """Objects made anew for a call that changes or removes what it names (the world's own stay as they are)."""

@@ -49,6 +49,9 @@ BODIES = {
     ("POST", "/api/v1/commands"): lambda w: {"config": {"entrypoint": ["true"], "workspace": "team-w",
                                                         "project": "proj-" + aw.SECRET}},
     ("POST", "/api/v1/tokens"): lambda w: {"description": "conformance"},
+    ("POST", "/api/v1/webhooks"): lambda w: {"url": "http://127.0.0.1:9/made", "workspace_id": w.workspaces["W"],
+                                             "triggers": [{"trigger_type": "CUSTOM"}]},
+    ("POST", "/api/v1/models"): lambda w: {"name": f"made-{next(w.serial)}", "workspace": "team-w"},
     ("POST", "/api/v1/rbac/assignments"): lambda w: {"role": "Viewer", "username": "tess",
                                                      "workspaceId": w.workspaces["W"]},
     ("POST", "/api/v1/rbac/unassignments"): lambda w: {"role": "Viewer", "username": "tess",
@@ -222,6 +225,7 @@ ALLOCATION_BODIES = {
     ("POST", "/api/v1/checkpoints"): {"trial_id": "{trial_id}", "uuid": "{fresh}", "metadata": {"steps_completed": 2},
                                       "resources": {"w": 1}},
     ("POST", "/api/v1/allocations/{allocation_id}/signals/ack_preemption"): None,
+    ("POST", "/api/v1/trials/{trial_id}/alerts"): {"title": "t", "description": "d", "level": "INFO"},
     ("POST", "/api/v1/task/logs"): {"logs": [{"allocation_id": "{allocation_id}", "trial_id": "{trial_id}",
                                               "timestamp": 1.0, "log": "hi"}]},
 }

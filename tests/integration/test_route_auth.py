@@ -141,11 +141,23 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
               "allocation_id": alloc["id"], "task_id": f"command-{cmd_id}", "action": "pause",
               "version": pages.VERSION, "path": "app.css", "workspace_id": str(workspace_id),
               "project_id": str(made_project.json()["project"]["id"]), "group_name": "bobs-group", "role": "Viewer",
-              "pool": "default"}
+              "pool": "default", **_models_and_webhooks(admin, bob, ckpt)}
     yield World(app, anonymous, admin, ann, bob, m.cluster_token, allocation_token, values)
     for client in (anonymous, admin, ann, bob):
         client.close()
     m.db.dispose()
+
+
+def _models_and_webhooks(admin: TestClient, bob: TestClient, ckpt: str) -> dict[str, str]:
+    """Bob's model with version 1 (his checkpoint), and a webhook: their path values."""
+    model = bob.post("/api/v1/models", json={"name": "bobs-model"})
+    assert model.status_code == 200, model.text
+    version = bob.post("/api/v1/models/bobs-model/versions", json={"checkpoint_uuid": ckpt})
+    assert version.status_code == 200, version.text
+    webhook = admin.post("/api/v1/webhooks", json={"url": "http://127.0.0.1:9/hook",
+                                                   "triggers": [{"trigger_type": "CUSTOM"}]})
+    assert webhook.status_code == 200, webhook.text
+    return {"model_name": "bobs-model", "version_num": "1", "webhook_id": str(webhook.json()["webhook"]["id"])}
 
 
 def _served_routes(app: FastAPI) -> list[RouteSpec]:
@@ -237,7 +249,8 @@ def _forbidden_to_ann(spec: RouteSpec) -> bool:
     assert permission is not None, f"{spec.method} {spec.path}: a user route naming no permission"
     if permission.basic is P.Rule.ADMIN:
         return True
-    owned = {"exp_id", "trial_id", "cmd_id", "job_id", "username", "token_id", "workspace_id", "project_id"}
+    owned = {"exp_id", "trial_id", "cmd_id", "job_id", "username", "token_id", "workspace_id", "project_id",
+             "model_name"}
     return permission.basic is P.Rule.OWNER and bool(set(re.findall(r"\{(\w+)", spec.path)) & owned)
 
 

@@ -41,11 +41,13 @@ PATH_VALUES: dict[str, PathValue] = {
     "exp_id": PathValue.WORKSPACE_OBJECT, "trial_id": PathValue.WORKSPACE_OBJECT,
     "uuid": PathValue.WORKSPACE_OBJECT, "cmd_id": PathValue.WORKSPACE_OBJECT, "task_id": PathValue.WORKSPACE_OBJECT,
     "job_id": PathValue.WORKSPACE_OBJECT, "project_id": PathValue.WORKSPACE_OBJECT,
-    "workspace_id": PathValue.WORKSPACE_OBJECT,
+    "workspace_id": PathValue.WORKSPACE_OBJECT, "model_name": PathValue.WORKSPACE_OBJECT,
+    "webhook_id": PathValue.WORKSPACE_OBJECT,  # a workspace's webhook; the cluster's (no workspace): on the cluster
     "username": PathValue.ACCOUNT_OBJECT, "token_id": PathValue.ACCOUNT_OBJECT,
     "agent_id": PathValue.CLUSTER_OBJECT, "pool": PathValue.CLUSTER_OBJECT, "group_name": PathValue.CLUSTER_OBJECT,
     "role": PathValue.CLUSTER_OBJECT,
     "action": PathValue.NOT_AN_OBJECT, "version": PathValue.NOT_AN_OBJECT, "path": PathValue.NOT_AN_OBJECT,
+    "version_num": PathValue.NOT_AN_OBJECT,  # a model's version: checked on its model (`model_name`)
     "allocation_id": PathValue.ALLOCATION,
 }
 """Every path value any route may have, by name. A route with a path value not listed here cannot be declared

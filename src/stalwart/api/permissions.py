@@ -78,13 +78,20 @@ BIND_POOLS = _p("bind_pools", "bind resource pools to workspaces", Rule.ADMIN)
 SET_AGENT_USER = _p("set_agent_user", "link a user or a workspace to the OS user its tasks run as on agents",
                     Rule.ADMIN)
 VIEW_MODEL_REGISTRY = _p("view_model_registry", "read the model registry", Rule.ANYONE)
+CREATE_MODEL_REGISTRY = _p("create_model_registry", "create models in a workspace's model registry", Rule.ANYONE)
+EDIT_MODEL_REGISTRY = _p("edit_model_registry", "change, archive and move a model; register and change its versions",
+                         Rule.OWNER)
+DELETE_MODEL_REGISTRY = _p("delete_model_registry", "delete a model or a model version", Rule.OWNER)
+EDIT_WEBHOOKS = _p("edit_webhooks", "create, list, test and delete webhooks: a workspace's (on that workspace) or "
+                                    "the cluster's (on the cluster)", Rule.ADMIN)
 
 REGISTRY: dict[str, Permission] = {p.name: p for p in (
     VIEW_EXPERIMENTS, CREATE_EXPERIMENTS, EDIT_EXPERIMENTS, DELETE_EXPERIMENTS, DELETE_CHECKPOINTS, VIEW_CLUSTER,
     VIEW_TASKS, MANAGE_AGENTS, EDIT_JOBS, CREATE_COMMANDS, EDIT_COMMANDS, VIEW_USERS, EDIT_OWN_ACCOUNT, MANAGE_USERS,
     MANAGE_OWN_TOKENS, MANAGE_ALL_TOKENS, VIEW_AUDIT, SIGN_OUT, VIEW_WORKSPACES, CREATE_WORKSPACES, EDIT_WORKSPACES,
     DELETE_WORKSPACES, CREATE_PROJECTS, EDIT_PROJECTS, DELETE_PROJECTS, ASSIGN_ROLES, VIEW_ROLES, MANAGE_GROUPS,
-    BIND_POOLS, SET_AGENT_USER, VIEW_MODEL_REGISTRY)}
+    BIND_POOLS, SET_AGENT_USER, VIEW_MODEL_REGISTRY, CREATE_MODEL_REGISTRY, EDIT_MODEL_REGISTRY,
+    DELETE_MODEL_REGISTRY, EDIT_WEBHOOKS)}
 """Every permission by name."""
 
 ACCOUNT = frozenset({SIGN_OUT, EDIT_OWN_ACCOUNT, MANAGE_OWN_TOKENS, VIEW_USERS, VIEW_ROLES, VIEW_CLUSTER})
@@ -111,13 +118,15 @@ class Role:
 
 _VIEW = frozenset({VIEW_EXPERIMENTS, VIEW_TASKS, VIEW_WORKSPACES, VIEW_MODEL_REGISTRY})
 _EDIT = _VIEW | {CREATE_EXPERIMENTS, EDIT_EXPERIMENTS, DELETE_EXPERIMENTS, DELETE_CHECKPOINTS, EDIT_JOBS,
-                 CREATE_PROJECTS, EDIT_PROJECTS, DELETE_PROJECTS, CREATE_COMMANDS, EDIT_COMMANDS}
+                 CREATE_PROJECTS, EDIT_PROJECTS, DELETE_PROJECTS, CREATE_COMMANDS, EDIT_COMMANDS,
+                 CREATE_MODEL_REGISTRY, EDIT_MODEL_REGISTRY, DELETE_MODEL_REGISTRY}
 _NTSC = frozenset({CREATE_COMMANDS, EDIT_COMMANDS})
 
 ROLES: dict[str, Role] = {r.name: r for r in (
     Role("ClusterAdmin", "everything, everywhere", frozenset(REGISTRY.values()), workspace_scoped=False),
     Role("WorkspaceAdmin", "everything within the workspace: its settings, projects, experiments, tasks and "
-                           "who has which role in it", _EDIT | {EDIT_WORKSPACES, DELETE_WORKSPACES, ASSIGN_ROLES}),
+                           "who has which role in it", _EDIT | {EDIT_WORKSPACES, DELETE_WORKSPACES, ASSIGN_ROLES,
+                                                                      EDIT_WEBHOOKS}),
     Role("WorkspaceCreator", "create workspaces (in rbac mode the creator gets WorkspaceAdmin on each one it "
                              "creates, as security.authz.workspace_creator_assign_role says)",
          frozenset({CREATE_WORKSPACES}), workspace_scoped=False),

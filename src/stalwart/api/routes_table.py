@@ -22,6 +22,7 @@ from stalwart.api.models import (
     cluster,
     experiments,
     jobs,
+    registry,
     searcher,
     series,
     sso,
@@ -29,6 +30,7 @@ from stalwart.api.models import (
     trials,
     ui,
     users,
+    webhooks,
     workspaces,
 )
 from stalwart.api.models.common import Empty
@@ -78,6 +80,8 @@ AL = "/api/v1/allocations"
 WS = "/api/v1/workspaces"
 PJ = "/api/v1/projects"
 RP = "/api/v1/resource-pools"
+MD = "/api/v1/models"
+MV = MD + "/{model_name}/versions"
 
 
 def _r(method: str, path: str, auth: AuthKind, response: type[BaseModel] | None, *errors: int | tuple[int, ...],
@@ -170,12 +174,40 @@ ROUTES: tuple[RouteSpec, ...] = (
        request=allocations.Started),
     _r("POST", AL + "/{allocation_id}/exited", CLUSTER, Empty, BAD, NF, request=allocations.Exited),
     # checkpoints
-    _r("DELETE", "/api/v1/checkpoints", USER, Empty, BAD, NF, BIG, request=checkpoints.DeleteCheckpoints,
+    _r("DELETE", "/api/v1/checkpoints", USER, Empty, BAD, NF, STATE, BIG, request=checkpoints.DeleteCheckpoints,
        permission=P.DELETE_CHECKPOINTS, scope=BODY),
     _r("GET", "/api/v1/checkpoints/{uuid}", USER, checkpoints.CheckpointEnvelope, BAD, NF,
        permission=P.VIEW_EXPERIMENTS),
     _r("GET", "/api/v1/checkpoints/{uuid}/download", USER, None, BAD, NF, content_type="application/gzip",
        permission=P.VIEW_EXPERIMENTS),
+    # model registry (docs/model-registry.md): a model is named by its name (or its id, all digits)
+    _r("POST", MD, USER, registry.ModelEnvelope, BAD, NF, STATE, request=registry.CreateModel,
+       permission=P.CREATE_MODEL_REGISTRY, scope=BODY),
+    _r("GET", MD, USER, registry.ModelList, BAD, permission=P.VIEW_MODEL_REGISTRY, scope=LIST),
+    _r("GET", MD + "/{model_name}", USER, registry.ModelEnvelope, BAD, NF, permission=P.VIEW_MODEL_REGISTRY),
+    _r("PATCH", MD + "/{model_name}", USER, registry.ModelEnvelope, BAD, NF, STATE, request=registry.PatchModel,
+       permission=P.EDIT_MODEL_REGISTRY),
+    _r("DELETE", MD + "/{model_name}", USER, Empty, BAD, NF, permission=P.DELETE_MODEL_REGISTRY),
+    _r("POST", MD + "/{model_name}/archive", USER, registry.ModelEnvelope, BAD, NF,
+       permission=P.EDIT_MODEL_REGISTRY),
+    _r("POST", MD + "/{model_name}/unarchive", USER, registry.ModelEnvelope, BAD, NF,
+       permission=P.EDIT_MODEL_REGISTRY),
+    _r("POST", MV, USER, registry.ModelVersionEnvelope, BAD, NF, STATE, request=registry.RegisterVersion,
+       permission=P.EDIT_MODEL_REGISTRY),
+    _r("GET", MV, USER, registry.ModelVersionList, BAD, NF, permission=P.VIEW_MODEL_REGISTRY),
+    _r("GET", MV + "/{version_num}", USER, registry.ModelVersionEnvelope, BAD, NF, permission=P.VIEW_MODEL_REGISTRY),
+    _r("PATCH", MV + "/{version_num}", USER, registry.ModelVersionEnvelope, BAD, NF, STATE,
+       request=registry.PatchModelVersion, permission=P.EDIT_MODEL_REGISTRY),
+    _r("DELETE", MV + "/{version_num}", USER, Empty, BAD, NF, permission=P.DELETE_MODEL_REGISTRY),
+    # webhooks (docs/webhooks.md): a workspace's need edit_webhooks on it, the cluster's on the cluster; the listing
+    # shows those the caller may manage; a trial's core.alert() queues its CUSTOM deliveries
+    _r("POST", "/api/v1/webhooks", USER, webhooks.WebhookEnvelope, BAD, NF, request=webhooks.CreateWebhook,
+       permission=P.EDIT_WEBHOOKS, scope=BODY),
+    _r("GET", "/api/v1/webhooks", USER, webhooks.WebhookList, permission=P.EDIT_WEBHOOKS, scope=LIST),
+    _r("DELETE", "/api/v1/webhooks/{webhook_id}", USER, Empty, BAD, NF, permission=P.EDIT_WEBHOOKS),
+    _r("POST", "/api/v1/webhooks/{webhook_id}/test", USER, webhooks.TestDelivery, BAD, NF,
+       permission=P.EDIT_WEBHOOKS),
+    _r("POST", T + "/{trial_id}/alerts", ALLOC, webhooks.AlertQueued, BAD, NF, STATE, request=webhooks.Alert),
     # agents and slots
     _r("POST", "/api/v1/agents", CLUSTER, agents.Registered, BAD, STATE, request=agents.RegisterAgent),
     _r("GET", "/api/v1/agents/{agent_id}/actions", CLUSTER, agents.Actions, BAD, NF),
@@ -334,6 +366,10 @@ ROUTES: tuple[RouteSpec, ...] = (
     _r("GET", "/workspaces", USER, None, NF, content_type=HTML, permission=P.VIEW_WORKSPACES, scope=LIST),
     *(_r("GET", p, USER, None, NF, content_type=HTML, permission=P.VIEW_WORKSPACES) for p in (
         "/workspaces/{workspace_id}", "/projects/{project_id}")),
+    # ui: model registry (HTML pages: the models list, a model, one of its versions)
+    _r("GET", "/models", USER, None, NF, content_type=HTML, permission=P.VIEW_MODEL_REGISTRY, scope=LIST),
+    *(_r("GET", p, USER, None, NF, content_type=HTML, permission=P.VIEW_MODEL_REGISTRY) for p in (
+        "/models/{model_name}", "/models/{model_name}/versions/{version_num}")),
 )
 
 BY_KEY: dict[tuple[str, str], RouteSpec] = {r.key: r for r in ROUTES}

@@ -13,7 +13,7 @@ from stalwart.api.models.checkpoints import Checkpoint
 from stalwart.cli import output
 from stalwart.cli.base import AliasedGroup, client_of, format_options
 from stalwart.client import Client
-from stalwart.context import safe_extract
+from stalwart.context.stream_unpack import extract_stream
 
 DownloadMode = Literal["auto", "direct", "master"]
 MODES: tuple[DownloadMode, ...] = ("auto", "direct", "master")
@@ -75,7 +75,8 @@ def fetch_checkpoint(client: Client, ckpt: Checkpoint, dest: pathlib.Path, mode:
     if local is not None:
         shutil.copytree(local, dest, dirs_exist_ok=True)
     else:
-        safe_extract(client.download_checkpoint(ckpt.uuid), dest, max_size=MAX_DOWNLOAD)
+        with client.open_checkpoint_download(ckpt.uuid) as archive:  # extracted as it arrives, never held whole
+            extract_stream(archive, dest, max_size=MAX_DOWNLOAD, what=f"the archive of checkpoint {ckpt.uuid}")
 
 
 @checkpoint.command("download")

@@ -136,10 +136,28 @@ class OidcConfig:
 
 
 @dataclass(frozen=True)
+class WebhooksConfig:
+    """Webhooks (docs/webhooks.md): the HMAC key of every delivery (a secret: never logged or answered; empty: the
+    master keeps one in its home), the hosts targets may name (empty: any), this master's URL for links."""
+
+    signing_key: str = field(default="", repr=False)
+    allowed_hosts: tuple[str, ...] = ()
+    base_url: str = ""
+
+    @staticmethod
+    def of(section_: dict[str, Any] | None) -> WebhooksConfig:
+        if not section_:
+            return WebhooksConfig()
+        return WebhooksConfig(section_.get("signing_key") or "", tuple(section_.get("allowed_hosts") or ()),
+                              (section_.get("base_url") or "").rstrip("/"))
+
+
+@dataclass(frozen=True)
 class MasterConfig:
     pools: tuple[PoolConfig, ...] = (PoolConfig("default"),)
     default_compute_pool: str = "default"
     default_aux_pool: str = "default"
+    resource_manager: str = "agent"  # resource_manager.type: the manager of every pool (docs/resource-managers.md)
     port: int | None = None
     host: str | None = None
     db_url: str | None = None
@@ -152,6 +170,7 @@ class MasterConfig:
     limits: LimitsConfig = LimitsConfig()
     security: SecurityConfig = SecurityConfig()
     oidc: OidcConfig = OidcConfig()
+    webhooks: WebhooksConfig = WebhooksConfig()
     ignored_keys: tuple[str, ...] = ()
 
     def pool(self, name: str) -> PoolConfig | None:
@@ -229,6 +248,7 @@ def parse_master_config(data: Any, source: str = "master config") -> MasterConfi
         pools=pools,
         default_compute_pool=rm.get("default_compute_resource_pool") or fallback,
         default_aux_pool=rm.get("default_aux_resource_pool") or fallback,
+        resource_manager=rm.get("type") or "agent",
         port=cfg.get("port"), host=cfg.get("host"), db_url=_db_url(cfg.get("db")),
         checkpoint_storage=cfg.get("checkpoint_storage"),
         task_container_defaults=dict(cfg.get("task_container_defaults") or {}),
@@ -242,6 +262,7 @@ def parse_master_config(data: Any, source: str = "master config") -> MasterConfi
             login_backoff=LoginBackoffConfig.of((cfg.get("security") or {}).get("login_backoff")),
             **_authz_choices(cfg.get("security") or {})),
         oidc=OidcConfig.of(cfg.get("oidc")),
+        webhooks=WebhooksConfig.of(cfg.get("webhooks")),
         ignored_keys=tuple(k for k in IGNORED_MASTER_KEYS if cfg.get(k) is not None),
     )
 

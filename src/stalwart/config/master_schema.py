@@ -29,7 +29,7 @@ from stalwart.config.container_policy import check_policy
 
 # Keys Determined accepts that Stalwart reads but does not act on (no TLS, auth, telemetry, ... here).
 IGNORED_MASTER_KEYS = [
-    "telemetry", "logging", "log", "cluster_name", "webhooks", "observability", "retention_policy",
+    "telemetry", "logging", "log", "cluster_name", "observability", "retention_policy",
     "notebook_timeout", "tensorboard_timeout", "cache", "ui_customization", "config_file", "root",
     "integrations", "enable_cors", "launch_error", "feature_switches", "internal", "saml", "scim",
     "reserved_ports", "resource_pools_defaults", "additional_resource_managers"]
@@ -66,8 +66,26 @@ POOL_SPEC = {
     "allow_root_tasks": Field(boolean()),  # unset: security.allow_root_tasks
 }
 
+RESOURCE_MANAGER_TYPES = ("agent",)
+"""The `resource_manager.type` values this master runs (docs/resource-managers.md); the planned ones are refused."""
+_PLANNED_MANAGERS = {"slurm": "issue 30", "pbs": "issue 30", "kubernetes": "issue 31"}
+
+
+def _rm_type(value: Any, path: str, problems: Problems) -> Any:
+    """`resource_manager.type`: one this master runs; a planned one is refused saying so."""
+    if value in RESOURCE_MANAGER_TYPES:
+        return value
+    supported = ", ".join(RESOURCE_MANAGER_TYPES)
+    if isinstance(value, str) and value in _PLANNED_MANAGERS:
+        problems.add(path, f"{value!r} is not supported yet ({_PLANNED_MANAGERS[value]}); this master runs the "
+                           f"resource managers: {supported} (docs/resource-managers.md)")
+    else:
+        problems.add(path, f"expected one of {supported}, got {type_name(value)}")
+    return value
+
+
 RM_SPEC = {
-    "type": Field(choice("agent"), default="agent"),
+    "type": Field(_rm_type, default="agent"),
     "scheduler": Field(section(SCHEDULER_SPEC)),
     "default_compute_resource_pool": Field(string(nonempty=True)),  # default: `default`, else the first pool
     "default_aux_resource_pool": Field(string(nonempty=True)),
@@ -221,6 +239,30 @@ def _oidc_section(value: Any, path: str, problems: Problems) -> Any:
     return cfg
 
 
+_HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")
+
+
+def _allowed_host(value: Any, path: str, problems: Problems) -> Any:
+    """A host name (any port) or host:port a webhook's URL may name (`hooks.slack.com`, `10.0.0.5:8443`)."""
+    if not isinstance(value, str) or not _HOST.match(value):
+        problems.add(path, f"expected a host name or host:port (hooks.example.com, 10.0.0.5:8443), got "
+                           f"{type_name(value)}")
+        return value
+    return value.lower()
+
+
+def _base_url(value: Any, path: str, problems: Problems) -> Any:
+    if not _http_url(value):
+        problems.add(path, f"expected this master's http(s) URL as users reach it, got {type_name(value)}")
+    return value
+
+
+WEBHOOKS_SPEC = {  # docs/webhooks.md
+    "signing_key": Field(string(nonempty=True)),  # a secret: HMAC key of every delivery (unset: one kept in home)
+    "allowed_hosts": Field(list_of(_allowed_host), default=list),  # empty: any host
+    "base_url": Field(_base_url),  # links in the payloads (Slack messages)
+}
+
 AGENT_ENROLLMENT = ("loopback", "open", "closed")
 AGENTS_SPEC = {  # agents joining the cluster (docs/users.md, "Agents and the cluster token")
     # who may enroll a new agent with the cluster token: from this machine only, from anywhere, or nobody
@@ -244,6 +286,7 @@ MASTER_SPEC = {
     "security": Field(section(SECURITY_SPEC)),
     "initial_user_password": Field(string()),  # Determined's older place for security.initial_user_password
     "oidc": Field(_oidc_section),
+    "webhooks": Field(section(WEBHOOKS_SPEC)),
     **{key: Field(lambda v, p, pr: v) for key in IGNORED_MASTER_KEYS},
 }
 

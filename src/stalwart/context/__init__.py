@@ -1,5 +1,6 @@
 """Experiment contexts: pack a directory for upload, validate and safely extract the archive."""
 
+from stalwart.context.archive_members import ArchiveLimits
 from stalwart.context.entrypoint import check_entrypoint
 from stalwart.context.ignore import BUILTIN_IGNORES, IGNORE_FILE
 from stalwart.context.pack import (
@@ -10,7 +11,7 @@ from stalwart.context.pack import (
     collect_files,
     pack_context,
 )
-from stalwart.context.unpack import ArchiveLimits, safe_extract, validate_archive
+from stalwart.context.unpack import safe_extract, validate_archive
 
 __all__ = [
     "ArchiveLimits",

@@ -31,7 +31,8 @@ from stalwart.db import tables as t
 log = logging.getLogger(__name__)
 
 NEVER_REUSED = ("experiments", "trials", "commands", "users", "user_sessions", "workspaces", "projects",
-                "user_groups", "role_assignments", "metrics", "task_logs", "audit_log")
+                "user_groups", "role_assignments", "metrics", "task_logs", "audit_log", "models", "model_versions",
+                "webhooks", "webhook_triggers")
 """Every table whose integer `id` the database assigns. (Allocations, jobs and checkpoints have random uuids:
 they cannot come back.)"""
 
@@ -45,6 +46,8 @@ REFERENCES: dict[str, tuple[tuple[str, str], ...]] = {
                    ("pool_bindings", "workspace_id")),
     "projects": (("experiments", "project_id"), ("commands", "project_id")),
     "user_groups": (("group_members", "group_id"), ("role_assignments", "group_id")),
+    "models": (("model_versions", "model_id"),),
+    "webhooks": (("webhook_triggers", "webhook_id"), ("webhook_deliveries", "webhook_id")),
 }
 """Columns of other tables that name a table's ids (`jobs.entity_id` by its job's type)."""
 
@@ -91,7 +94,10 @@ def _pg_sequence(conn: sa.Connection, table: str) -> str:
 def largest_in_tables(conn: sa.Connection) -> dict[str, int]:
     """Per table of `NEVER_REUSED`: the largest of its own ids and of the ids other tables' rows name."""
     out: dict[str, int] = {}
+    present = set(sa.inspect(conn).get_table_names())  # a migration before a table's own (0009) runs this too
     for table in NEVER_REUSED:
+        if table not in present:
+            continue
         found = [conn.execute(sa.select(sa.func.max(t.metadata.tables[table].c.id))).scalar()]
         for other, column in REFERENCES.get(table, ()):
             ref = t.metadata.tables[other]

@@ -3,32 +3,9 @@
 from __future__ import annotations
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 
-metadata = sa.MetaData()
-
-JSONType = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
-
-INT32_MAX = 2**31 - 1
-
-# Every table whose integer id the database assigns is `sqlite_autoincrement`: SQLite would otherwise hand the
-# largest id out again after its row is deleted (db/counters.py, migration 0009). PostgreSQL's sequences never do.
-
-
-class Id32(sa.types.TypeDecorator[int]):
-    """A 32-bit id column (experiments, trials, commands and the columns referring to them).
-
-    The API takes ids up to 2^63 - 1. An id past this column's range names no row, so it is bound as NULL:
-    a lookup finds nothing (404) instead of PostgreSQL refusing the parameter ("integer out of range"),
-    which would answer 500. Ids the database assigns never leave the range."""
-
-    impl = sa.Integer
-    cache_ok = True
-
-    def process_bind_param(self, value: int | None, dialect: sa.Dialect) -> int | None:
-        if value is not None and not -INT32_MAX - 1 <= value <= INT32_MAX:
-            return None
-        return value
+# re-exported: migrations and tests name them through this module
+from stalwart.db.columns import INT32_MAX as INT32_MAX, Id32 as Id32, JSONType as JSONType, metadata as metadata
 
 cluster_info = sa.Table(
     "cluster_info",
@@ -368,4 +345,84 @@ pool_bindings = sa.Table(
     metadata,
     sa.Column("pool", sa.String(128), primary_key=True),
     sa.Column("workspace_id", Id32, sa.ForeignKey("workspaces.id"), primary_key=True),
+)
+
+# -- webhooks (docs/webhooks.md, master/webhooks/) ---------------------------------------------------
+webhooks = sa.Table(
+    "webhooks",
+    metadata,
+    sa.Column("id", Id32, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(256), nullable=False),
+    sa.Column("url", sa.String(2048), nullable=False),
+    sa.Column("webhook_type", sa.String(16), nullable=False),  # DEFAULT | SLACK
+    # NULL: the whole cluster's; a workspace's go when it is deleted (master/workspaces/spaces.py)
+    sa.Column("workspace_id", Id32, sa.ForeignKey("workspaces.id"), nullable=True, index=True),
+    sa.Column("owner", sa.String(128), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sqlite_autoincrement=True,
+)
+
+webhook_triggers = sa.Table(
+    "webhook_triggers",
+    metadata,
+    sa.Column("id", Id32, primary_key=True, autoincrement=True),
+    sa.Column("webhook_id", Id32, sa.ForeignKey("webhooks.id"), nullable=False, index=True),
+    sa.Column("trigger_type", sa.String(32), nullable=False),  # EXPERIMENT_STATE_CHANGE | CUSTOM
+    sa.Column("condition", JSONType, nullable=False),  # {"state": "COMPLETED"}; {} for CUSTOM
+    sqlite_autoincrement=True,
+)
+
+webhook_deliveries = sa.Table(
+    "webhook_deliveries",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),  # a uuid: the X-Stalwart-Delivery-Id of every attempt
+    sa.Column("webhook_id", Id32, sa.ForeignKey("webhooks.id"), nullable=False, index=True),
+    sa.Column("event", JSONType, nullable=False),  # the event (Determined's EventPayload), rendered per type at send
+    sa.Column("state", sa.String(16), nullable=False),  # PENDING | DELIVERED | FAILED
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("next_attempt_at", sa.Float, nullable=False),
+    sa.Column("last_error", sa.Text, nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("ended_at", sa.Float, nullable=True),
+    sa.Index("ix_webhook_deliveries_due", "state", "next_attempt_at"),
+)
+
+# -- the model registry (docs/model-registry.md) ------------------------------------------------------
+models = sa.Table(
+    "models",
+    metadata,
+    sa.Column("id", Id32, primary_key=True, autoincrement=True),
+    # unique on the cluster case-insensitively, as in Determined (the index below; master/registry answers the 409)
+    sa.Column("name", sa.String(256), nullable=False, unique=True),
+    sa.Column("description", sa.Text, nullable=False),
+    sa.Column("labels", JSONType, nullable=False),
+    sa.Column("metadata", JSONType, nullable=False),
+    sa.Column("notes", sa.Text, nullable=False),
+    sa.Column("workspace_id", Id32, sa.ForeignKey("workspaces.id"), nullable=False, index=True),
+    sa.Column("owner", sa.String(128), nullable=False),
+    sa.Column("archived", sa.Boolean, nullable=False, default=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    sqlite_autoincrement=True,
+)
+sa.Index("uq_models_name_folded", sa.func.lower(models.c.name), unique=True)
+
+model_versions = sa.Table(
+    "model_versions",
+    metadata,
+    sa.Column("id", Id32, primary_key=True, autoincrement=True),
+    sa.Column("model_id", Id32, sa.ForeignKey("models.id"), nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),  # 1, 2, ... per model
+    # a registered checkpoint is never garbage-collected nor deleted (master/experiments/checkpoint_holders.py)
+    sa.Column("checkpoint_uuid", sa.String(64), sa.ForeignKey("checkpoints.uuid"), nullable=False, index=True),
+    sa.Column("name", sa.String(256), nullable=False),
+    sa.Column("comment", sa.Text, nullable=False),
+    sa.Column("labels", JSONType, nullable=False),
+    sa.Column("metadata", JSONType, nullable=False),
+    sa.Column("notes", sa.Text, nullable=False),
+    sa.Column("owner", sa.String(128), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("model_id", "version", name="uq_model_versions_version"),
+    sqlite_autoincrement=True,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from stalwart.api.errors import InvalidRequest, StalwartError
 from stalwart.api.models.experiments import OrderBy as ListOrder, SortBy as ListSort
@@ -12,9 +13,10 @@ from stalwart.api.states import ExperimentState
 from stalwart.context import pack_context
 from stalwart.experimental import _master
 from stalwart.experimental._config import ConfigSource, config_text, placed
-from stalwart.experimental.checkpoint import Checkpoint
+from stalwart.experimental.checkpoint import Checkpoint, OrderBy
 from stalwart.experimental.experiment import Experiment
 from stalwart.experimental.metrics import TrialMetrics, iter_trial_metrics
+from stalwart.experimental.model import Model, ModelSortBy, sort_models
 from stalwart.experimental.trial import Trial
 
 LIST_PAGE = 200
@@ -83,6 +85,35 @@ class Stalwart:
             if len(page.experiments) < page_size or len(found) >= page.total:
                 break
         return found
+
+    def create_model(self, name: str, description: str = "", metadata: dict[str, Any] | None = None,
+                     labels: Sequence[str] | None = None, workspace_name: str | None = None) -> Model:
+        """A new model of the registry, in `workspace_name` (default: the Uncategorized workspace)."""
+        made = self._client.create_model(name, description=description, metadata=metadata,
+                                         labels=list(labels) if labels is not None else None, workspace=workspace_name)
+        return Model(self._client, made)
+
+    def get_model(self, identifier: str | int) -> Model:
+        """The model with this name, or this id (an int, or a string of digits)."""
+        if isinstance(identifier, bool) or not isinstance(identifier, (str, int)) or str(identifier).strip() == "":
+            raise InvalidRequest(f"identifier: expected a model name or id, got {identifier!r}")
+        return Model(self._client, self._client.get_model(identifier if isinstance(identifier, int)
+                                                          else identifier.strip()))
+
+    def get_model_by_id(self, model_id: int) -> Model:
+        return self.get_model(_id("model_id", model_id))
+
+    def get_models(self, sort_by: ModelSortBy = ModelSortBy.NAME, order_by: OrderBy = OrderBy.ASC, name: str = "",
+                   description: str = "", model_id: int | None = None, workspace_names: Sequence[str] | None = None,
+                   workspace_ids: Sequence[int] | None = None, *, archived: bool | None = None) -> list[Model]:
+        """The models the caller may view: those whose name and description hold `name` and `description`, of the
+        workspaces named (any of them), archived or not (`archived`: only those); sorted by `sort_by`."""
+        found = [Model(self._client, m) for m in self._client.list_models(archived=archived)]
+        kept = [m for m in found if name.lower() in m.name.lower() and description.lower() in m.description.lower()
+                and (model_id is None or m.model_id == model_id)
+                and (workspace_names is None or m.workspace_name in workspace_names)
+                and (workspace_ids is None or m.workspace_id in workspace_ids)]
+        return sort_models(kept, sort_by, order_by)
 
     def iter_trials_metrics(self, trial_ids: Iterable[int], group: str) -> Iterator[TrialMetrics]:
         """The reports of one group of each of these trials, trial by trial, by steps."""

@@ -17,7 +17,7 @@ from stalwart.api.errors import InvalidRequest, InvalidStateError
 from stalwart.api.metric_values import number
 from stalwart.api.models import checkpoints as models
 from stalwart.client import Client
-from stalwart.context import safe_extract
+from stalwart.context.stream_unpack import extract_stream
 from stalwart.experimental.metrics import iter_trial_metrics
 
 
@@ -99,7 +99,8 @@ class Checkpoint:
         target = pathlib.Path(path) if path is not None else pathlib.Path("checkpoints", self.uuid)
         if target.exists() and not target.is_dir():
             raise InvalidRequest(f"cannot download checkpoint {self.uuid} into {target}: it is not a directory")
-        safe_extract(self._client.download_checkpoint(self.uuid), target, max_size=None)
+        with self._client.open_checkpoint_download(self.uuid) as archive:  # extracted as it arrives
+            extract_stream(archive, target, max_size=None, what=f"the archive of checkpoint {self.uuid}")
         metadata_file = target / "metadata.json"
         if not metadata_file.exists():
             metadata_file.write_text(json.dumps(self.metadata or {}, indent=2))

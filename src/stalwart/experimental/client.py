@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from stalwart.api.models.experiments import OrderBy as ListOrder, SortBy as ListSort
 from stalwart.api.states import ExperimentState, TrialState
@@ -24,6 +25,7 @@ from stalwart.experimental._stalwart import Stalwart
 from stalwart.experimental.checkpoint import Checkpoint, CheckpointSortBy, CheckpointState, OrderBy
 from stalwart.experimental.experiment import Experiment
 from stalwart.experimental.metrics import TrialMetrics, metric_rows, metrics_frame
+from stalwart.experimental.model import Model, ModelOrderBy, ModelSortBy, ModelVersion
 from stalwart.experimental.trial import Trial, TrialSortBy
 
 Determined = Stalwart
@@ -87,13 +89,37 @@ def list_experiments(*, states: Sequence[ExperimentState | str] | None = None, l
                                        limit=limit)
 
 
+def create_model(name: str, description: str = "", metadata: dict[str, Any] | None = None,
+                 labels: Sequence[str] | None = None, workspace_name: str | None = None) -> Model:
+    """A new model of the registry (default workspace: Uncategorized); `.register_version(uuid)` adds versions."""
+    return _session().create_model(name, description, metadata, labels, workspace_name)
+
+
+def get_model(identifier: str | int) -> Model:
+    """A model of the registry by its name or id."""
+    return _session().get_model(identifier)
+
+
+def get_model_by_id(model_id: int) -> Model:
+    return _session().get_model_by_id(model_id)
+
+
+def get_models(sort_by: ModelSortBy = ModelSortBy.NAME, order_by: OrderBy = OrderBy.ASC, name: str = "",
+               description: str = "", model_id: int | None = None, workspace_names: Sequence[str] | None = None,
+               workspace_ids: Sequence[int] | None = None) -> list[Model]:
+    """The models the caller may view, filtered and sorted (see `Stalwart.get_models`)."""
+    return _session().get_models(sort_by, order_by, name, description, model_id, workspace_names, workspace_ids)
+
+
 def iter_trials_metrics(trial_ids: Iterable[int], group: str) -> Iterator[TrialMetrics]:
     """The reports of one metric group of each of these trials; `metrics_frame(...)` makes them a DataFrame."""
     return _session().iter_trials_metrics(trial_ids, group)
 
 
 __all__ = [
-    "Checkpoint", "CheckpointSortBy", "CheckpointState", "Determined", "Experiment", "ExperimentState", "OrderBy",
-    "Stalwart", "Trial", "TrialMetrics", "TrialSortBy", "TrialState", "create_experiment", "get_checkpoint",
-    "get_experiment", "get_trial", "iter_trials_metrics", "list_experiments", "login", "metric_rows", "metrics_frame",
+    "Checkpoint", "CheckpointSortBy", "CheckpointState", "Determined", "Experiment", "ExperimentState", "Model",
+    "ModelOrderBy", "ModelSortBy", "ModelVersion", "OrderBy", "Stalwart", "Trial", "TrialMetrics", "TrialSortBy",
+    "TrialState", "create_experiment", "create_model", "get_checkpoint", "get_experiment", "get_model",
+    "get_model_by_id", "get_models", "get_trial", "iter_trials_metrics", "list_experiments", "login", "metric_rows",
+    "metrics_frame",
 ]

@@ -24,17 +24,20 @@ from stalwart.master.routes import (
     contract,
     experiments,
     jobs,
+    models,
     oidc,
     rbac,
     searcher,
     tasks,
     trials,
     users,
+    webhooks,
     workspaces,
 )
 from stalwart.master.scheduling import scheduling
 from stalwart.master.service import Master
 from stalwart.master.settings import MasterSettings
+from stalwart.master.webhooks import delivery
 from stalwart.master.workspaces import people
 
 
@@ -51,7 +54,8 @@ def create_app(settings: MasterSettings) -> FastAPI:
         writer = MetricsWriter(m)
         app.state.metrics_writer = writer
         ui.start(app)
-        tasks = [asyncio.create_task(scheduling.run_forever(m)), asyncio.create_task(writer.run_forever())]
+        tasks = [asyncio.create_task(scheduling.run_forever(m)), asyncio.create_task(writer.run_forever()),
+                 asyncio.create_task(delivery.run_forever(m))]  # webhooks: sends what is due, also after a restart
         try:
             yield
         finally:
@@ -73,7 +77,7 @@ def create_app(settings: MasterSettings) -> FastAPI:
 
     # workspaces before experiments: its POST /experiments/{id}/move must win over experiments' /{id}/{action}
     for module in (cluster, workspaces, experiments, trials, allocations, agents, checkpoints, searcher, jobs, tasks,
-                   users, oidc, rbac):
+                   users, oidc, rbac, models, webhooks):
         app.include_router(module.router)
     ui.install(app)
     app.openapi = lambda: contract.openapi_document(app)  # type: ignore[method-assign]  # FastAPI's way to extend

@@ -8,7 +8,9 @@ import os
 import pathlib
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+
+from stalwart.api.errors import InvalidRequest
 
 
 def directory_resources(path: str | os.PathLike[str]) -> dict[str, int]:
@@ -24,8 +26,24 @@ def directory_resources(path: str | os.PathLike[str]) -> dict[str, int]:
     return out
 
 
+def tensorboard_key(experiment_id: int, trial_id: int | None = None) -> str:
+    """Where a trial's (or, without `trial_id`, an experiment's) TensorBoard files go, relative to the storage root:
+    `tensorboard/experiment/<id>/trial/<id>`, Determined's layout."""
+    key = f"tensorboard/experiment/{int(experiment_id)}"
+    return key if trial_id is None else f"{key}/trial/{int(trial_id)}"
+
+
+def tensorboard_file(rel: str) -> str:
+    """A file's path under a trial's TensorBoard directory, checked: relative, no '..', no empty part."""
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise InvalidRequest(f"invalid TensorBoard file path {rel!r}: a relative path without '.' or '..' parts")
+    return rel
+
+
 class StorageManager(abc.ABC):
-    """Stores checkpoint directories under a storage id (the checkpoint uuid)."""
+    """Stores checkpoint directories under a storage id (the checkpoint uuid), and the trials' TensorBoard files
+    under `tensorboard_key` (the `*_tensorboard` methods, which a backend that keeps none need not have)."""
 
     @abc.abstractmethod
     def upload(self, src: pathlib.Path, storage_id: str) -> None: ...
@@ -38,6 +56,18 @@ class StorageManager(abc.ABC):
 
     @abc.abstractmethod
     def list(self, storage_id: str) -> dict[str, int]: ...
+
+    def put_tensorboard(self, files: Sequence[tuple[pathlib.Path, str]], experiment_id: int, trial_id: int) -> None:
+        """Copy each (local file, path under the trial's TensorBoard directory), replacing what is there."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no TensorBoard files")
+
+    def list_tensorboard(self, experiment_id: int) -> dict[str, int]:
+        """Path under `tensorboard/experiment/<id>/` -> size of each TensorBoard file of the experiment."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no TensorBoard files")
+
+    def delete_tensorboard(self, experiment_id: int) -> None:
+        """Remove every TensorBoard file of the experiment (none there is not an error; a failure raises)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no TensorBoard files")
 
     @contextlib.contextmanager
     def store_path(self, storage_id: str, scratch: pathlib.Path | None = None) -> Iterator[pathlib.Path]:

@@ -28,6 +28,10 @@ ATTEMPTS_IN_LIBRARY = 3  # botocore's tries of one request (ObjectStoreStorage r
 # at a time: a file's bytes in memory stay under ~64 MiB however large it is. A smaller file goes up in one request.
 PART_BYTES = 8 * 2**20  # a multiple of GCS's 256 KiB, over S3's 5 MiB minimum
 S3_PARTS_AT_ONCE = 8
+# An object comes down as one streamed GET, written to disk 64 KiB at a time (s3fs resumes a broken stream where it
+# stopped). s3fs's default, ranged GETs of 50 MiB, S3_PARTS_AT_ONCE at a time, each read whole into memory, held
+# up to 400 MiB of a file in memory, and made servers that read a whole object for each range (moto) 10x slower.
+S3_GET = {"max_concurrency": 1}
 
 
 def _library(module: str, backend: str) -> ModuleType:
@@ -38,14 +42,38 @@ def _library(module: str, backend: str) -> ModuleType:
                           "pip install 'stalwart[cloud]'") from err
 
 
-def _connected(location: Location, make: Callable[[], Any], **put_options: Any) -> ObjectStoreStorage:
-    """The backend over the file system `make()` builds; a failure to build it (credentials the library cannot
-    find or parse) said as a StorageError that names what to check."""
+def _connected(location: Location, make: Callable[[], Any], get_options: dict[str, Any] | None = None,
+               make_put: Callable[[], Callable[[str, str], None]] | None = None,
+               **put_options: Any) -> ObjectStoreStorage:
+    """The backend over the file system `make()` builds (and the uploader `make_put()` builds, where the library's
+    own is not used); a failure to build either (credentials the library cannot find or parse) said as a
+    StorageError that names what to check."""
     try:
-        fs = make()
+        fs, put = make(), make_put() if make_put is not None else None
     except Exception as err:
         raise location.error(err, "connecting") from None  # the cause may carry secrets: not chained
-    return ObjectStoreStorage(fs, location, put_options)
+    return ObjectStoreStorage(fs, location, put_options, get_options, put)
+
+
+def _s3_transfers(key: str | None, secret: str | None, endpoint: str | None) -> Callable[[str, str], None]:
+    """`put(local, "<bucket>/<key>")` through boto3's transfer manager: a file over two parts goes up in parts of
+    PART_BYTES, S3_PARTS_AT_ONCE at a time from as many threads (each part read, checksummed, signed and sent on
+    its own thread), so its bytes in memory stay bounded; a failed upload is aborted, leaving no part behind.
+    s3fs sends a file's parts from its one event-loop thread, where hashing them (SigV4 and the checksum) ran one
+    part at a time: 0.73x of this on the same server (bench/RESULTS.md, B11)."""
+    boto3, transfer = _library("boto3", "s3"), _library("boto3.s3.transfer", "s3")
+    botocore_config = _library("botocore.config", "s3")
+    client = boto3.session.Session().client(
+        "s3", aws_access_key_id=key, aws_secret_access_key=secret, endpoint_url=endpoint,
+        config=botocore_config.Config(retries={"max_attempts": ATTEMPTS_IN_LIBRARY, "mode": "standard"}))
+    config = transfer.TransferConfig(multipart_threshold=2 * PART_BYTES, multipart_chunksize=PART_BYTES,
+                                     max_concurrency=S3_PARTS_AT_ONCE)
+
+    def put(local: str, remote: str) -> None:
+        bucket, _, object_key = remote.partition("/")
+        client.upload_file(local, bucket, object_key, Config=config)
+
+    return put
 
 
 def _prefix(cfg: Mapping[str, Any]) -> str:
@@ -68,8 +96,8 @@ def s3_storage(cfg: Mapping[str, Any]) -> ObjectStoreStorage:
     }, secrets=tuple(s for s in (secret,) if s))
     retries = {"retries": {"max_attempts": ATTEMPTS_IN_LIBRARY, "mode": "standard"}}
     return _connected(location, lambda: s3fs.S3FileSystem(key=key, secret=secret, endpoint_url=endpoint or None,
-                                                          config_kwargs=retries, max_concurrency=S3_PARTS_AT_ONCE,
-                                                          **_FRESH), chunksize=PART_BYTES)
+                                                          config_kwargs=retries, **_FRESH),
+                      get_options=S3_GET, make_put=lambda: _s3_transfers(key, secret, endpoint or None))
 
 
 def gcs_storage(cfg: Mapping[str, Any]) -> ObjectStoreStorage:

@@ -1,9 +1,10 @@
 """Checkpoints in an object store (S3, GCS, Azure Blob) through an fsspec file system, as `<prefix>/<uuid>/<path>`.
 
 Files go up and come down one at a time, each streamed by the fsspec library in chunks (multipart or resumable
-uploads for large files), so a checkpoint is never whole in memory. Each file is retried when the store is
-unreachable or asks to try again. A checkpoint's objects are exactly those under `<prefix>/<uuid>/`: deleting `abc`
-leaves `abcd` alone.
+uploads for large files), so a checkpoint is never whole in memory; a backend may send files up its own way
+instead (`put`: S3's go through boto3's threaded transfer manager, `cloud.s3_storage`). Each file is retried when
+the store is unreachable or asks to try again. A checkpoint's objects are exactly those under `<prefix>/<uuid>/`:
+deleting `abc` leaves `abcd` alone.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ import functools
 import os
 import pathlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from stalwart.api.errors import InvalidRequest, NotFoundError, StalwartError
-from stalwart.storage.base import StorageManager
+from stalwart.storage.base import StorageManager, tensorboard_file, tensorboard_key
 from stalwart.storage.errors import Location, StorageError, problem_kind
 
 T = TypeVar("T")
@@ -27,13 +28,17 @@ DELETE_BATCH = 1000  # S3's most keys per DeleteObjects call
 
 
 class ObjectStoreStorage(StorageManager):
-    """A StorageManager over an fsspec file system `fs`, rooted at `<bucket>/<prefix>`; `put_options` are the
-    library's own arguments of `put_file` (adlfs refuses to overwrite a blob unless told to)."""
+    """A StorageManager over an fsspec file system `fs`, rooted at `<bucket>/<prefix>`; `put_options` and
+    `get_options` are the library's own arguments of `put_file` (adlfs refuses to overwrite a blob unless told to)
+    and `get_file` (s3fs: how a large object comes down); `put(local path, "<bucket>/<key>")`, when given, sends a
+    file up instead of `put_file`."""
 
-    def __init__(self, fs: Any, location: Location, put_options: dict[str, Any] | None = None) -> None:
+    def __init__(self, fs: Any, location: Location, put_options: dict[str, Any] | None = None,
+                 get_options: dict[str, Any] | None = None, put: Callable[[str, str], None] | None = None) -> None:
         self.fs = fs
+        self._put = put or functools.partial(fs.put_file, **dict(put_options or {}))
         self.location = location
-        self.put_options = dict(put_options or {})
+        self.get_options = dict(get_options or {})
         self.root = "/".join(part for part in (location.bucket, location.prefix.strip("/")) if part)
 
     def __repr__(self) -> str:  # never the file system's repr: it can hold credentials
@@ -71,7 +76,7 @@ class ObjectStoreStorage(StorageManager):
         key = self._key(storage_id)
         with self._explained(f"upload of checkpoint {storage_id}"):
             for rel, local in _files(pathlib.Path(src)):
-                self._retried(functools.partial(self.fs.put_file, str(local), f"{key}/{rel}", **self.put_options))
+                self._retried(functools.partial(self._put, str(local), f"{key}/{rel}"))
 
     def download(self, storage_id: str, dst: pathlib.Path) -> None:
         objects = self._objects(storage_id, f"download of checkpoint {storage_id}")
@@ -83,16 +88,13 @@ class ObjectStoreStorage(StorageManager):
             for rel, (remote, _size) in objects.items():
                 target = dst / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
-                self._retried(functools.partial(self.fs.get_file, remote, str(target)))
+                self._retried(functools.partial(self.fs.get_file, remote, str(target), **self.get_options))
 
     def delete(self, storage_id: str) -> None:
         """Remove every object of the checkpoint (none left is not an error); a failure raises."""
         remotes = [remote for remote, _size in self._objects(storage_id, f"delete of checkpoint {storage_id}")
                    .values()]
-        with self._explained(f"delete of checkpoint {storage_id}"):
-            for start in range(0, len(remotes), DELETE_BATCH):
-                batch = remotes[start:start + DELETE_BATCH]
-                self._retried(functools.partial(self.fs.rm, batch))
+        self._remove(remotes, f"delete of checkpoint {storage_id}")
 
     def list(self, storage_id: str) -> dict[str, int]:
         """Relative path -> size of each object, and each directory above one ('dir/' -> 0), as shared_fs lists."""
@@ -107,11 +109,35 @@ class ObjectStoreStorage(StorageManager):
     def exists(self, storage_id: str) -> bool:
         return bool(self._objects(storage_id, f"lookup of checkpoint {storage_id}"))
 
+    # -- TensorBoard files: objects under `<prefix>/tensorboard/experiment/<id>/trial/<id>/` ----------------------
+
+    def put_tensorboard(self, files: Sequence[tuple[pathlib.Path, str]], experiment_id: int, trial_id: int) -> None:
+        """Each file streamed from disk (in parts when large), replacing its object."""
+        key = f"{self.root}/{tensorboard_key(experiment_id, trial_id)}"
+        with self._explained(f"upload of the TensorBoard files of trial {trial_id}"):
+            for local, rel in files:
+                remote = f"{key}/{tensorboard_file(rel)}"
+                self._retried(functools.partial(self._put, str(local), remote))
+
+    def list_tensorboard(self, experiment_id: int) -> dict[str, int]:
+        key = f"{self.root}/{tensorboard_key(experiment_id)}"
+        found = self._under(key, f"listing of the TensorBoard files of experiment {experiment_id}")
+        return {rel: size for rel, (_remote, size) in found.items()}
+
+    def delete_tensorboard(self, experiment_id: int) -> None:
+        action = f"delete of the TensorBoard files of experiment {experiment_id}"
+        remotes = [remote for remote, _size in self._under(f"{self.root}/{tensorboard_key(experiment_id)}", action)
+                   .values()]
+        self._remove(remotes, action)
+
     # -- helpers ------------------------------------------------------------------------------------------------
 
     def _objects(self, storage_id: str, action: str) -> dict[str, tuple[str, int]]:
         """Relative path -> (object path, size) of every object under `<prefix>/<uuid>/`."""
-        key = self._key(storage_id)
+        return self._under(self._key(storage_id), action)
+
+    def _under(self, key: str, action: str) -> dict[str, tuple[str, int]]:
+        """Relative path -> (object path, size) of every object under `key/`."""
         with self._explained(action):
             found = self._retried(lambda: self.fs.find(key + "/", detail=True))
         out: dict[str, tuple[str, int]] = {}
@@ -121,6 +147,12 @@ class ObjectStoreStorage(StorageManager):
                 continue
             out[path[len(key) + 1:]] = (path, int(info.get("size") or 0))
         return out
+
+    def _remove(self, remotes: Sequence[str], action: str) -> None:
+        with self._explained(action):
+            for start in range(0, len(remotes), DELETE_BATCH):
+                batch = remotes[start:start + DELETE_BATCH]
+                self._retried(functools.partial(self.fs.rm, batch))
 
     def _missing(self, storage_id: str) -> None:
         """Raise NotFoundError for a checkpoint with no objects (a StorageError when the bucket itself is gone)."""

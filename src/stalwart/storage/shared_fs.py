@@ -6,11 +6,11 @@ import contextlib
 import os
 import pathlib
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from stalwart.api.errors import InvalidRequest, NotFoundError
-from stalwart.storage.base import StorageManager, directory_resources
+from stalwart.storage.base import StorageManager, directory_resources, tensorboard_file, tensorboard_key
 
 
 class SharedFSStorage(StorageManager):
@@ -75,3 +75,25 @@ class SharedFSStorage(StorageManager):
 
     def exists(self, storage_id: str) -> bool:
         return os.path.isdir(self._dir(storage_id))
+
+    # -- TensorBoard files: `<base>/tensorboard/experiment/<id>/trial/<id>/` (the harness writes there directly) --
+
+    def put_tensorboard(self, files: Sequence[tuple[pathlib.Path, str]], experiment_id: int, trial_id: int) -> None:
+        root = self.base / tensorboard_key(experiment_id, trial_id)
+        for local, rel in files:
+            target = root / tensorboard_file(rel)
+            if pathlib.Path(local).resolve() == target.resolve():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(local, target)
+
+    def list_tensorboard(self, experiment_id: int) -> dict[str, int]:
+        root = self.base / tensorboard_key(experiment_id)
+        return {rel: size for rel, size in directory_resources(root).items() if not rel.endswith("/")}
+
+    def delete_tensorboard(self, experiment_id: int) -> None:
+        path = self.base / tensorboard_key(experiment_id)
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.exists():
+            shutil.rmtree(path)

@@ -182,8 +182,35 @@ def concurrent_uploads(storage: StorageManager, scratch: pathlib.Path) -> None:
         assert_same_tree(src, scratch / f"down-{storage_id}")
 
 
+def tensorboard_files(storage: StorageManager, scratch: pathlib.Path) -> None:
+    """A trial's TensorBoard files go under `tensorboard/experiment/<id>/trial/<id>/`, a re-sent file replaces its
+    copy, and the experiment's delete removes them all, and nothing of experiment <id>0 or of a checkpoint."""
+    experiment = random.randrange(10**6, 10**7)  # the suite may share a bucket with other runs
+    events = scratch / "tb" / "events.out.tfevents.1.host.1"
+    events.parent.mkdir(parents=True)
+    events.write_bytes(b"first")
+    plugin = checkpoint_tree(scratch / "tb-plugin", seed=3, big=2**20 + 3) / "model" / "big.bin"
+    storage.put_tensorboard([(events, events.name), (plugin, "plugins/profile/big.bin")], experiment, 7)
+    storage.put_tensorboard([(events, events.name)], experiment * 10, 1)
+    checkpoint = _new_id()
+    storage.upload(checkpoint_tree(scratch / "ckpt", big=10), checkpoint)
+    events.write_bytes(b"first and more")  # the event file grew: sent again, it replaces the copy
+    storage.put_tensorboard([(events, events.name)], experiment, 7)
+    storage.put_tensorboard([(events, events.name)], experiment, 8)
+    want = {f"trial/7/{events.name}": 14, "trial/7/plugins/profile/big.bin": 2**20 + 3, f"trial/8/{events.name}": 14}
+    assert storage.list_tensorboard(experiment) == want, storage.list_tensorboard(experiment)
+    storage.delete_tensorboard(experiment)
+    assert storage.list_tensorboard(experiment) == {}
+    storage.delete_tensorboard(experiment)  # nothing left: not an error
+    assert storage.list_tensorboard(experiment * 10) == {f"trial/1/{events.name}": 5}
+    assert storage.list(checkpoint), "deleting TensorBoard files removed a checkpoint"
+    storage.delete_tensorboard(experiment * 10)
+    storage.delete(checkpoint)
+
+
 CHECKS: dict[str, Check] = {
     check.__name__: check
     for check in (round_trip, list_sizes, delete_removes_all_and_only_its_own, missing_download_is_a_clear_error,
-                  failed_block_leaves_nothing, failed_upload_leaves_nothing, concurrent_uploads)
+                  failed_block_leaves_nothing, failed_upload_leaves_nothing, concurrent_uploads,
+                  tensorboard_files)
 }

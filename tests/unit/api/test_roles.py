@@ -190,7 +190,20 @@ PROBES: dict[P.Permission, Probe] = {
     P.BIND_POOLS: lambda c, w: c.request("DELETE", "/api/v1/resource-pools/default/workspace-bindings",
                                          json={"workspaceIds": [UNCATEGORIZED]}),
     P.SET_AGENT_USER: lambda c, w: c.delete("/api/v1/users/bystander/agent-user"),
+    P.VIEW_MODEL_REGISTRY: lambda c, w: c.get(f"/api/v1/models/{_admins_model(w)}"),
+    P.CREATE_MODEL_REGISTRY: lambda c, w: c.post("/api/v1/models", json={"name": w.fresh("model-")}),
+    P.EDIT_MODEL_REGISTRY: lambda c, w: c.patch(f"/api/v1/models/{_admins_model(w)}", json={"notes": "probed"}),
+    P.DELETE_MODEL_REGISTRY: lambda c, w: c.delete(f"/api/v1/models/{_admins_model(w)}"),
+    P.EDIT_WEBHOOKS: lambda c, w: c.post("/api/v1/webhooks", json={
+        "url": "http://127.0.0.1:9/probe", "triggers": [{"trigger_type": "CUSTOM"}], "workspace_id": UNCATEGORIZED}),
 }
+
+
+def _admins_model(w: World) -> str:
+    """A new model of the admin's in Uncategorized."""
+    name = w.fresh("admins-model-")
+    _ok(w.admin.post("/api/v1/models", json={"name": name}))
+    return name
 
 
 def _me(c: TestClient) -> str:

@@ -14,13 +14,16 @@ from stalwart.harness.core._checkpoint import CheckpointContext
 from stalwart.harness.core._distributed import DistributedContext
 from stalwart.harness.core._preempt import PreemptContext, PreemptMode
 from stalwart.harness.core._searcher import SearcherContext
+from stalwart.harness.core._tensorboard_sync import TensorboardSync
 from stalwart.harness.core._train import EarlyExitReason, TensorboardMode, TrainContext
 from stalwart.harness.errors import InvalidHP
 from stalwart.harness.info import ClusterInfo, TrialInfo, get_cluster_info
 from stalwart.harness.session import trial_client
 from stalwart.storage import SharedFSStorage, StorageManager, make_storage
+from stalwart.storage.base import tensorboard_key
 
 log = logging.getLogger("stalwart.core")
+_LEVELS = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")  # what core.alert's level may be
 
 # Where checkpoints go off-cluster: a directory, or a storage config (`{"type": "shared_fs", ...}`); on a
 # cluster only a storage config replaces the experiment's.
@@ -62,8 +65,15 @@ class Context:
             self.distributed.close()
 
     def alert(self, title: str = "", description: str = "", level: str = "INFO") -> None:
-        log.log(logging.getLevelName(level.upper()) if isinstance(level, str) else logging.INFO,
-                "alert: %s %s", title, description)
+        """Send a CUSTOM webhook event (docs/webhooks.md) to the webhooks of this trial's workspace and of the
+        cluster, through the master (the chief's call; off the cluster and on other ranks it is only logged). A
+        failure to reach the master is logged, never raised: training goes on."""
+        level = str(level or "INFO").upper()
+        log.log(logging.getLevelName(level) if level in _LEVELS else logging.INFO, "alert: %s %s", title, description)
+        try:
+            self.train.send_alert(str(title), str(description), level if level in _LEVELS else "INFO")
+        except Exception as err:  # an alert is best effort: the trial keeps training
+            log.warning("alert %r was not sent to the master: %s", title, err)
 
 
 def _mark_work_done() -> None:
@@ -96,10 +106,19 @@ def _local_storage(checkpoint_storage: CheckpointStorage) -> StorageManager:
 
 
 def _tensorboard_dir(storage: StorageManager, trial: TrialInfo) -> pathlib.Path:
-    """`<storage root>/tensorboard/experiment/<id>/trial/<id>/` as Determined lays it out (else the workdir)."""
+    """`<storage root>/tensorboard/experiment/<id>/trial/<id>/` as Determined lays it out, on a file system backend;
+    else the same under the work directory, synced to the object store (`_tensorboard_sync`)."""
     root = getattr(storage, "base", None)
     base = pathlib.Path(root) if root is not None else pathlib.Path(os.environ.get("DET_WORKDIR", "."))
-    return base / "tensorboard" / "experiment" / str(trial.experiment_id) / "trial" / str(trial.trial_id)
+    return base / tensorboard_key(trial.experiment_id, trial.trial_id)
+
+
+def _tensorboard_sync(storage: StorageManager, trial: TrialInfo, chief: bool) -> TensorboardSync | None:
+    """The chief's sync of its local TensorBoard files to an object store (None on a file system backend, where
+    they are written in place)."""
+    if getattr(storage, "base", None) is not None or not chief:
+        return None
+    return TensorboardSync(_tensorboard_dir(storage, trial), storage, trial.experiment_id, trial.trial_id)
 
 
 def init(*, distributed: DistributedContext | None = None, checkpoint_storage: CheckpointStorage = None,
@@ -128,7 +147,8 @@ def init(*, distributed: DistributedContext | None = None, checkpoint_storage: C
         distributed=dist,
         train=TrainContext(client if chief else None, info.trial.trial_id, info.trial.trial_run_id,
                            info.trial.experiment_id, tensorboard_path=_tensorboard_dir(storage, info.trial),
-                           tensorboard_mode=tensorboard_mode or TensorboardMode.AUTO),
+                           tensorboard_mode=tensorboard_mode or TensorboardMode.AUTO,
+                           tensorboard_sync=_tensorboard_sync(storage, info.trial, chief)),
         checkpoint=CheckpointContext(storage, dist, client, info.trial.trial_id),
         preempt=PreemptContext(client, info.allocation_id, dist, preempt_mode),
         searcher=SearcherContext(client if chief else None, info.trial.trial_id, dist, info.trial.target_length,

@@ -8,13 +8,13 @@ import os
 import pathlib
 import tempfile
 import time
-from collections.abc import Callable
 from typing import Any
 
 from stalwart.api.errors import NotFoundError
 from stalwart.api.metric_values import encode_float, number
 from stalwart.client import Client
 from stalwart.harness.core._shipper import MetricShipper, Report
+from stalwart.harness.core._tensorboard_sync import Mangler, Selector, TensorboardSync
 from stalwart.harness.tensorboard import ScalarWriter
 
 log = logging.getLogger("stalwart.core")
@@ -76,7 +76,9 @@ class TrainContext:
 
     def __init__(self, client: Client | None, trial_id: int | None = None, run_id: int = 0,
                  experiment_id: int | None = None, tensorboard_path: pathlib.Path | None = None,
-                 tensorboard_mode: TensorboardMode = TensorboardMode.AUTO) -> None:
+                 tensorboard_mode: TensorboardMode = TensorboardMode.AUTO,
+                 tensorboard_sync: TensorboardSync | None = None) -> None:
+        """`tensorboard_sync`: where the files of `tensorboard_path` go when it is not in storage itself."""
         self._client = client
         self._trial_id = trial_id
         self._run_id = run_id
@@ -84,22 +86,25 @@ class TrainContext:
         self._tb = tensorboard_path or _default_tensorboard_dir()
         auto = TensorboardMode(tensorboard_mode) is TensorboardMode.AUTO
         self._tb_writer = ScalarWriter(self._tb) if tensorboard_path is not None and auto else None
+        self._tb_sync = tensorboard_sync
         self._shipper: MetricShipper | None = None
         if client is not None:
             if trial_id is None:
                 raise ValueError("a TrainContext that reports to the master needs the trial id")
-            on_sent = self._write_tensorboard if self._tb_writer else None
+            on_sent = self._write_tensorboard if self._tb_writer or self._tb_sync else None
             self._shipper = MetricShipper(client, trial_id, on_sent=on_sent)
             self._shipper.start()
 
     def _write_tensorboard(self, batch: list[Report]) -> None:
-        """Acknowledged reports also go to TensorBoard event files, as `group/metric` scalars."""
-        if self._tb_writer is None:
-            return
-        for report in batch:
-            group = report["group"]
-            self._tb_writer.add_scalars(report["steps_completed"],
-                                        {f"{group}/{k}": v for k, v in report["metrics"].items()})
+        """Acknowledged reports also go to TensorBoard event files, as `group/metric` scalars; then the files that
+        changed go to storage (when they are not written there directly)."""
+        if self._tb_writer is not None:
+            for report in batch:
+                group = report["group"]
+                self._tb_writer.add_scalars(report["steps_completed"],
+                                            {f"{group}/{k}": v for k, v in report["metrics"].items()})
+        if self._tb_sync is not None:
+            self._tb_sync.sync_quietly()
 
     def _report(self, group: str, steps_completed: int, metrics: dict[str, Any]) -> None:
         if (not isinstance(steps_completed, int) or isinstance(steps_completed, bool)
@@ -139,6 +144,11 @@ class TrainContext:
         if self._client is not None and self._trial_id is not None:
             self._client.report_early_exit(self._trial_id, EarlyExitReason(reason).value)
 
+    def send_alert(self, title: str, description: str, level: str) -> None:
+        """A CUSTOM webhook event through the master (docs/webhooks.md): the chief's; nothing on other ranks."""
+        if self._client is not None and self._trial_id is not None:
+            self._client.send_alert(self._trial_id, title, description, level)
+
     def get_experiment_best_validation(self) -> float | None:
         if self._client is None or self._experiment_id is None:
             return None
@@ -156,9 +166,11 @@ class TrainContext:
         self._tb.mkdir(parents=True, exist_ok=True)
         return self._tb
 
-    def upload_tensorboard_files(self, selector: Callable[[pathlib.Path], bool] | None = None,
-                                 mangler: Callable[[pathlib.Path, int], pathlib.Path] | None = None) -> None:
-        """TensorBoard files stay in the trial's working directory in this release."""
+    def upload_tensorboard_files(self, selector: Selector | None = None, mangler: Mangler | None = None) -> None:
+        """Send the TensorBoard files that changed (those `selector` picks; `mangler(path, rank)` renames them) to
+        checkpoint storage now. On shared_fs they are written there already."""
+        if self._tb_sync is not None:
+            self._tb_sync.sync(selector, mangler)
 
     def flush(self) -> None:
         if self._shipper is not None:
@@ -169,3 +181,5 @@ class TrainContext:
             self._shipper.close()
         if self._tb_writer is not None:
             self._tb_writer.close()
+        if self._tb_sync is not None:
+            self._tb_sync.sync_quietly()  # what the last reports and the trial's own writers left

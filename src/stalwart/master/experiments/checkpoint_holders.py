@@ -4,9 +4,9 @@ Each holder answers, for the checkpoints GC is about to delete, those it must ke
 warm starts and searcher-made trials that start from a checkpoint (`queries.checkpoint_users`): a trial that
 started from it, an experiment whose config's `searcher.source_checkpoint_uuid` names it, and an experiment whose
 config's `searcher.source_trial_id` names its trial (that trial's latest checkpoint is the one its new trials take).
-The model registry's versions join `HOLDERS` when the registry is built: a registered checkpoint is never
-collected. Both the automatic GC (`checkpoint_gc`) and a policy changed after the fact (`gc_policy_change`) ask
-`held`.
+The model registry's versions hold theirs too (`queries.models_registry.versions_using`, read here without importing
+the registry domain): a registered checkpoint is never collected. Both the automatic GC (`checkpoint_gc`) and a
+policy changed after the fact (`gc_policy_change`) ask `held`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from stalwart.master.experiments.gc_selection import Ckpt
-from stalwart.master.queries import checkpoint_users, checkpoints as checkpoint_rows
+from stalwart.master.queries import checkpoint_users, checkpoints as checkpoint_rows, models_registry
 from stalwart.master.queries.rows import Conn
 
 Holder = Callable[[Conn, list[Ckpt]], dict[str, str]]
@@ -45,8 +45,15 @@ def _configs_naming_trials(conn: Conn, ckpts: list[Ckpt]) -> dict[str, str]:
     return held
 
 
-HOLDERS: tuple[Holder, ...] = (_trials_started_from, _configs_naming_checkpoints, _configs_naming_trials)
-"""Every user of a checkpoint that keeps it from GC (the model registry's versions join here)."""
+def _model_versions(conn: Conn, ckpts: list[Ckpt]) -> dict[str, str]:
+    """A checkpoint registered in the model registry: 'model X version N uses it'."""
+    found = models_registry.versions_using(conn, [c["uuid"] for c in ckpts])
+    return {uuid: f"{', '.join(used)} uses it" for uuid, used in found.items()}
+
+
+HOLDERS: tuple[Holder, ...] = (_model_versions, _trials_started_from, _configs_naming_checkpoints,
+                               _configs_naming_trials)
+"""Every user of a checkpoint that keeps it from GC."""
 
 
 def held(conn: Conn, ckpts: list[Ckpt]) -> dict[str, str]:

@@ -14,13 +14,16 @@ again (db/counters.py). It keeps each checkpoint that something else still uses,
 trains the same experiment further and `e fork` copies only its config and code, so neither uses another's
 checkpoint unless its config says so. A kept checkpoint's row names its deleted trial; once nothing uses it any
 more, the next experiment delete removes it (`_sweep_orphans`).
+
+A checkpoint registered as a model version (the model registry, read through `queries.models_registry`) is never
+deleted: an experiment with one is not deleted at all, and `DELETE /api/v1/checkpoints` naming one deletes nothing;
+both answer 409 naming the model versions (delete those versions first).
 """
 
 from __future__ import annotations
 
+import json
 import logging
-import pathlib
-import shutil
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -34,10 +37,11 @@ from stalwart.master.queries import (
     checkpoint_users as users,
     checkpoints as checkpoint_rows,
     experiments as experiment_rows,
+    models_registry,
 )
 from stalwart.master.queries.rows import Conn
 from stalwart.master.service import Master
-from stalwart.storage import make_storage
+from stalwart.storage import StorageManager, make_storage
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +96,11 @@ def delete_checkpoints(m: Master, uuids: list[str]) -> None:
             if row is None:
                 raise NotFoundError(f"checkpoint {uuid} not found; nothing was deleted")
             rows.append(dict(row))
+        registered = models_registry.versions_using(conn, wanted)
+    if registered:
+        used = "; ".join(f"checkpoint {uuid}: {', '.join(v)}" for uuid, v in registered.items())
+        raise InvalidStateError(f"registered checkpoints cannot be deleted ({used}); nothing was deleted: delete "
+                                "those model versions (or their models) first")
     _remove_files(m, [r for r in rows if r["state"] != "DELETED"])
 
 
@@ -101,6 +110,7 @@ def delete_experiment(m: Master, exp_id: int) -> Deleted:
     with m.db.begin() as conn:
         exp = experiment_rows.get(conn, exp_id)
         _require_terminal(exp_id, exp["state"])
+        _require_unregistered(conn, exp_id)
         live = [dict(r) for r in checkpoint_rows.of_experiment(conn, exp_id) if r["state"] != "DELETED"]
         kept = still_used(conn, exp_id, live)
     gone = [c for c in live if c["uuid"] not in {k.uuid for k in kept}]
@@ -119,6 +129,15 @@ def _require_terminal(exp_id: int, state: str) -> None:
     if not S(state).terminal:
         raise InvalidStateError(f"experiment {exp_id} is {state}; only a finished experiment (COMPLETED, CANCELED "
                                 "or ERROR) can be deleted: cancel or kill it first")
+
+
+def _require_unregistered(conn: Conn, exp_id: int) -> None:
+    """409 naming the model versions that use a checkpoint of the experiment, if any do."""
+    used = models_registry.versions_of_experiment(conn, exp_id)
+    if used:
+        shown = "; ".join(used[:10]) + (f"; and {len(used) - 10} more" if len(used) > 10 else "")
+        raise InvalidStateError(f"experiment {exp_id} cannot be deleted: its checkpoints are registered in the model "
+                                f"registry ({shown}); delete those model versions (or their models) first")
 
 
 def still_used(conn: Conn, exp_id: int, live: list[dict[str, Any]]) -> list[Kept]:
@@ -151,33 +170,38 @@ def _trials(ids: list[int], most: int = 5) -> str:
     return f"trials {', '.join(map(str, ids[:most]))} and {len(ids) - most} more"
 
 
-def _storage_roots(configs: Iterable[Any]) -> set[pathlib.Path]:
-    """The directories of the storage sections that have one the master can reach (shared_fs, directory)."""
-    roots: set[pathlib.Path] = set()
+def _storages(configs: Iterable[Any]) -> list[tuple[dict[str, Any], StorageManager]]:
+    """Each distinct storage section among `configs` with its backend (any kind: shared_fs, directory, s3, gcs,
+    azure); a section no backend can be made of (incomplete, or its library missing) is left out, logged."""
+    sections: dict[str, dict[str, Any]] = {}
     for config in configs:
+        if isinstance(config, dict) and config.get("type"):
+            sections.setdefault(json.dumps(config, sort_keys=True, default=str), dict(config))
+    out = []
+    for section in sections.values():
         try:
-            base = getattr(make_storage(dict(config)), "base", None) if isinstance(config, dict) else None
-        except (StalwartError, KeyError, TypeError):
-            base = None
-        if base is not None:
-            roots.add(pathlib.Path(base))
-    return roots
+            out.append((section, make_storage(section)))
+        except (StalwartError, KeyError, TypeError) as err:
+            shown = secrets.masked(str(err), secrets.storage_secret_values(section))
+            log.warning("no TensorBoard files deleted from %s storage: %s", section.get("type"), shown)
+    return out
 
 
 def _remove_tensorboard(exp_id: int, storage: Iterable[Any]) -> None:
-    """Remove `tensorboard/experiment/<exp_id>/` under every storage root the experiment wrote to."""
-    for root in _storage_roots(storage):
-        path = root / "tensorboard" / "experiment" / str(exp_id)
+    """Remove `tensorboard/experiment/<exp_id>/` from every storage the experiment wrote to, whatever its backend
+    (objects under `<prefix>/tensorboard/experiment/<id>/` on s3, gcs and azure)."""
+    for section, backend in _storages(storage):
         try:
-            if path.is_symlink() or path.is_file():
-                path.unlink()
-            elif path.exists():
-                shutil.rmtree(path)
-        except OSError as err:
-            log.warning("could not delete the TensorBoard files of experiment %d at %s: %s", exp_id, path, err)
+            backend.delete_tensorboard(exp_id)
+        except NotImplementedError:
+            continue
+        except Exception as err:
+            shown = secrets.masked(str(err), secrets.storage_secret_values(section))
+            log.warning("could not delete the TensorBoard files of experiment %d: %s", exp_id, shown)
             raise CheckpointStorageError(
-                f"experiment {exp_id}: its TensorBoard files at {path} could not be deleted ({err}); the experiment "
-                "keeps its records (its checkpoints' files are already gone)") from None
+                f"experiment {exp_id}: its TensorBoard files in {section.get('type')} checkpoint storage could not be "
+                f"deleted ({shown}); the experiment keeps its records (its checkpoints' files are already gone)"
+            ) from None
 
 
 def _sweep_orphans(m: Master) -> None:

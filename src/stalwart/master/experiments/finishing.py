@@ -10,6 +10,7 @@ from stalwart.master.experiments import checkpoint_gc, progress, searchers
 from stalwart.master.queries import experiments as experiment_rows, runs, trials as trial_rows
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master, now
+from stalwart.master.webhooks import events as webhook_events
 
 
 def experiment(conn: Conn, exp_id: int) -> Row:
@@ -32,6 +33,7 @@ def set_state(conn: Conn, exp_id: int, state: S, error: str | None = None) -> No
     final = progress.of_experiment(conn, {**experiment(conn, exp_id), "state": state.value}) if state.terminal else None
     experiment_rows.set_state(conn, exp_id, state, ended_at=now() if state.terminal else None,
                               progress=final, error_message=error or None)
+    webhook_events.experiment_state_changed(conn, exp_id, state.value)  # queued in this transaction
 
 
 def maybe_finish(m: Master, conn: Conn, exp_id: int) -> None:

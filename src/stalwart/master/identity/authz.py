@@ -36,7 +36,7 @@ from stalwart.api.models.common import MAX_ID
 from stalwart.api.routes_table import RouteSpec
 from stalwart.api.states import AllocationState
 from stalwart.master.identity.sessions import Identity
-from stalwart.master.queries import runs, trials, users as q, workspaces as wq
+from stalwart.master.queries import models_registry, runs, trials, users as q, webhooks as hq, workspaces as wq
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master
 
@@ -183,6 +183,12 @@ def _checkpoint_target(conn: Conn, uuid: str) -> Target | None:
     return Target(f"checkpoint {uuid}", found[0], found[1]) if found is not None else None
 
 
+def _webhook_target(conn: Conn, webhook_id: int) -> Target | None:
+    """A workspace's webhook is checked on its workspace; the cluster's (no workspace) on the cluster."""
+    found = hq.place(conn, webhook_id)
+    return Target(f"webhook {webhook_id}", found[0], found[1]) if found is not None else None
+
+
 def _owned(what: str, find: Callable[[Conn, Any], tuple[str, int] | None]) -> Finder:
     def target(conn: Conn, key: Any) -> Target | None:
         found = find(conn, key)
@@ -216,8 +222,10 @@ FINDERS: dict[str, _Kind] = {
     "job_id": _Kind("job", str, _owned("job", wq.job_place)),
     "project_id": _Kind("project", _int_id, _owned("project", wq.project_place)),
     "workspace_id": _Kind("workspace", _int_id, _owned("workspace", wq.workspace_place)),
+    "model_name": _Kind("model", str, _owned("model", models_registry.model_place)),  # by name, or id if all digits
     "username": _Kind("user", str, _user_target),
     "token_id": _Kind("token", _int_id, _token_target),
+    "webhook_id": _Kind("webhook", _int_id, _webhook_target),
 }
 """How to find the object each path value that names one stands for: every workspace and account object of
 `api.auth_kinds.PATH_VALUES` (the master refuses to start when one is missing here)."""
@@ -242,6 +250,11 @@ QUERY_OBJECTS: dict[tuple[str, str], Callable[[Mapping[str, str]], list[tuple[st
 """Routes of scope `query`: which of their query values name which objects (as path values would)."""
 
 
+MANAGED_LISTS = {("GET", "/api/v1/webhooks")}
+"""Listings of what the caller may manage, checked by a managing permission (anywhere) rather than a reading one:
+the handler shows only the objects of the workspaces where the caller holds it."""
+
+
 def check_declaration(spec: RouteSpec) -> None:
     """Refuse (ValueError) a user route whose scope does not fit its path and permission: one the check could
     not decide, so nothing it reads goes unchecked. `routes/contract` calls it for every user route it registers."""
@@ -260,7 +273,8 @@ def check_declaration(spec: RouteSpec) -> None:
                                                                 and permission.basic is P.Rule.ANYONE)
         else f"{permission.name} may be granted on one workspace, so it cannot be checked on the whole cluster",
         Scope.OWN: None if permission in P.ACCOUNT else f"{permission.name} is not an account permission",
-        Scope.LIST: None if permission.basic is P.Rule.ANYONE else f"{permission.name} is not a reading permission",
+        Scope.LIST: None if permission.basic is P.Rule.ANYONE or spec.key in MANAGED_LISTS
+        else f"{permission.name} is not a reading permission",
         Scope.BODY: None,
     }[scope]
     if problem is not None:

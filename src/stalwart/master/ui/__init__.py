@@ -1,8 +1,9 @@
-"""The web UI (docs/ui.md), the master's top room: `install(app)` adds the pages (page_routes.py), their JSON and
-live streams (model_routes.py), the series API (routes/series.py), signing in and out (sign_in.py) and single
-sign-on's browser round trip (sso.py), and HTML answers for pages' errors: a page asked for without a session
-redirects to the login page, any other error of a page (403 naming the permission, 404) is an HTML page; the JSON
-API keeps its ErrorBody answers (401 stays 401). Nothing under master/routes imports the UI.
+"""The web UI (docs/ui.md), the master's top room: `install(app)` adds the pages (page_routes.py; the model
+registry's in registry_pages.py), their JSON and live streams (model_routes.py), the series API (routes/series.py),
+signing in and out (sign_in.py) and single sign-on's browser round trip (sso.py), and HTML answers for pages' errors:
+a page asked for without a session redirects to the login page, any other error of a page (403 naming the
+permission, 404) is an HTML page; the JSON API keeps its ErrorBody answers (401 stays 401). Nothing under
+master/routes imports the UI.
 
 `create_app` calls `install` when it builds the master and `start` from its lifespan, which builds the
 metrics index in a background thread (unless `MasterSettings.ui_metrics_index` is off).
@@ -17,7 +18,7 @@ from stalwart.api.errors import AuthError, StalwartError
 from stalwart.master.errors import http_error, stalwart_error
 from stalwart.master.routes import series as series_routes
 from stalwart.master.series.index import MetricsIndex
-from stalwart.master.ui import model_routes, page_routes, pages, sign_in, sso, viewer
+from stalwart.master.ui import model_routes, page_routes, pages, registry_pages, sign_in, sso, viewer
 
 
 def install(app: FastAPI) -> FastAPI:
@@ -29,6 +30,7 @@ def install(app: FastAPI) -> FastAPI:
     app.include_router(series_routes.router)
     app.include_router(page_routes.router)
     app.include_router(model_routes.router)
+    app.include_router(registry_pages.router)
     app.include_router(sign_in.router)
     app.include_router(sso.router)
 

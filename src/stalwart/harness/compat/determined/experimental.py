@@ -10,6 +10,10 @@ from stalwart.experimental import (
     CheckpointSortBy,
     CheckpointState,
     Experiment,
+    Model,
+    ModelOrderBy,
+    ModelSortBy,
+    ModelVersion,
     OrderBy,
     Trial,
     TrialMetrics,
@@ -21,5 +25,6 @@ from stalwart.experimental.client import Determined, ExperimentState, TrialState
 # `import determined.experimental.client` and `from determined.experimental.client import ...` find the same module
 sys.modules[f"{__name__}.client"] = client
 
-__all__ = ["Checkpoint", "CheckpointSortBy", "CheckpointState", "Determined", "Experiment", "ExperimentState",
-           "OrderBy", "Trial", "TrialMetrics", "TrialSortBy", "TrialState", "client"]
+__all__ = ["Checkpoint", "CheckpointSortBy", "CheckpointState", "Determined", "Experiment", "ExperimentState", "Model",
+           "ModelOrderBy", "ModelSortBy", "ModelVersion", "OrderBy", "Trial", "TrialMetrics", "TrialSortBy",
+           "TrialState", "client"]
