@@ -82,8 +82,10 @@ def test_a_source_that_names_no_checkpoint_is_400_naming_the_key(world: aw.World
     _refused(_create(world, admin_of_w2, "W2", "source_checkpoint_uuid", unknown), 400,
              f"searcher.source_checkpoint_uuid: no completed checkpoint {unknown}")
     _refused(_create(world, admin_of_w2, "W2", "source_trial_id", 999_999), 400, "searcher.source_trial_id")
-    _refused(_create(world, admin_of_w2, "W2", "source_trial_id", world.trials["E2"]), 400,
-             f"searcher.source_trial_id: trial {world.trials['E2']} has no completed checkpoint")
+    fresh = world.new_experiment("W2", activate=True)  # E2 has checkpoints now (W2's model registers one)
+    bare = aw.ok(world.admin.get(f"/api/v1/experiments/{fresh}/trials"))["trials"][0]["id"]
+    _refused(_create(world, admin_of_w2, "W2", "source_trial_id", bare), 400,
+             f"searcher.source_trial_id: trial {bare} has no completed checkpoint")
 
 
 def _order(world: aw.World, allocation_id: str) -> dict[str, Any]:
