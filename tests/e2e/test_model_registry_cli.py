@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from cli_runs import fails, ok
-from stalwart.experimental import client as sdk
+from stalwart.experimental import Model, client as sdk
 from stalwart.testing import LocalTestCluster
 
 pytestmark = pytest.mark.integration
@@ -113,6 +113,25 @@ def moved_archived_and_deleted(env: dict[str, str]) -> None:
     assert json.loads(ok(env, "model", "list", "--archived", "--json"))["models"] == []
 
 
+def edited_through_the_sdk(model: Model) -> None:
+    """The SDK's edits of a model and of its version reach the master (fresh lookups see them)."""
+    model.set_labels(["cnn", "mnist"])
+    model.add_metadata({"epochs": 3, "lr": 0.1})
+    model.remove_metadata(["framework"])
+    model.set_description("digits, edited")
+    version = model.get_version(1)
+    version.set_notes("best of the search")
+    version.set_comment("v1")
+    version.set_labels(["best"])
+    version.add_metadata({"accuracy": 0.9})
+    again = sdk.get_model("digits")
+    assert (again.labels, again.metadata, again.description) == (["cnn", "mnist"], {"epochs": 3, "lr": 0.1},
+                                                                 "digits, edited")
+    seen = again.get_version(1)
+    assert (seen.notes, seen.comment, seen.labels, seen.metadata["accuracy"]) == ("best of the search", "v1",
+                                                                                  ["best"], 0.9)
+
+
 @pytest.mark.timeout(240)
 def test_register_the_best_checkpoint_download_it_through_the_sdk_and_gc_keeps_it(tmp_path, monkeypatch) -> None:
     storage = tmp_path / "checkpoints"
@@ -132,6 +151,7 @@ def test_register_the_best_checkpoint_download_it_through_the_sdk_and_gc_keeps_i
         got = pathlib.Path(model.get_version(1).checkpoint.download(tmp_path / "downloaded"))
         expected = files_of(storage / best.uuid)
         assert {k: v for k, v in files_of(got).items() if k in expected} == expected
+        edited_through_the_sdk(model)
 
         # GC keeping nothing of the search but what a model version uses
         applied = ok(env, "e", "set", "gc-policy", str(exp_id), "--save-experiment-best", "0", "--save-trial-best",

@@ -36,7 +36,39 @@ ModelOrderBy = OrderBy
 """Determined's name for the order of `get_models`."""
 
 
-class ModelVersion:
+class _Described:
+    """What a model and a version share: a name, notes, labels and metadata, each changed through `_edit` (the
+    master's answer replaces every attribute); `reload` fetches the master's current values."""
+
+    metadata: dict[str, Any]
+
+    def reload(self) -> None:
+        raise NotImplementedError
+
+    def _edit(self, **fields: Any) -> None:
+        raise NotImplementedError
+
+    def set_name(self, name: str) -> None:
+        self._edit(name=_text("name", name))
+
+    def set_notes(self, notes: str) -> None:
+        self._edit(notes=_text("notes", notes))
+
+    def set_labels(self, labels: Iterable[str]) -> None:
+        self._edit(labels=_labels(labels))
+
+    def add_metadata(self, metadata: dict[str, Any]) -> None:
+        """Merge these keys into the metadata (a key given replaces the one there)."""
+        self.reload()
+        self._edit(metadata={**self.metadata, **_mapping(metadata)})
+
+    def remove_metadata(self, keys: Iterable[str]) -> None:
+        self.reload()
+        gone = set(_keys(keys))
+        self._edit(metadata={k: v for k, v in self.metadata.items() if k not in gone})
+
+
+class ModelVersion(_Described):
     """One version of a model: `model_version` (also `version`) is its number, `checkpoint` the checkpoint it
     points at."""
 
@@ -71,27 +103,8 @@ class ModelVersion:
     def _edit(self, **fields: Any) -> None:
         self._hydrate(self._client.edit_model_version(self.model_id, self.model_version, **fields))
 
-    def set_name(self, name: str) -> None:
-        self._edit(name=_text("name", name))
-
-    def set_notes(self, notes: str) -> None:
-        self._edit(notes=_text("notes", notes))
-
     def set_comment(self, comment: str) -> None:
         self._edit(comment=_text("comment", comment))
-
-    def set_labels(self, labels: Iterable[str]) -> None:
-        self._edit(labels=_labels(labels))
-
-    def add_metadata(self, metadata: dict[str, Any]) -> None:
-        """Merge these keys into the version's metadata (a key given replaces the one there)."""
-        self.reload()
-        self._edit(metadata={**self.metadata, **_mapping(metadata)})
-
-    def remove_metadata(self, keys: Iterable[str]) -> None:
-        self.reload()
-        gone = set(_keys(keys))
-        self._edit(metadata={k: v for k, v in self.metadata.items() if k not in gone})
 
     def delete(self) -> None:
         """Remove this version from its model (the checkpoint stays, under its experiment's GC policy)."""
@@ -102,7 +115,7 @@ class ModelVersion:
                f"checkpoint={self.checkpoint.uuid!r})"
 
 
-class Model:
+class Model(_Described):
     """A model of the registry: its name, description, labels, metadata, notes, workspace, and its versions."""
 
     def __init__(self, client: Client, data: wire.Model) -> None:
@@ -165,25 +178,6 @@ class Model:
 
     def set_description(self, description: str) -> None:
         self._edit(description=_text("description", description))
-
-    def set_notes(self, notes: str) -> None:
-        self._edit(notes=_text("notes", notes))
-
-    def set_labels(self, labels: Iterable[str]) -> None:
-        self._edit(labels=_labels(labels))
-
-    def set_name(self, name: str) -> None:
-        self._edit(name=_text("name", name))
-
-    def add_metadata(self, metadata: dict[str, Any]) -> None:
-        """Merge these keys into the model's metadata (a key given replaces the one there)."""
-        self.reload()
-        self._edit(metadata={**self.metadata, **_mapping(metadata)})
-
-    def remove_metadata(self, keys: Iterable[str]) -> None:
-        self.reload()
-        gone = set(_keys(keys))
-        self._edit(metadata={k: v for k, v in self.metadata.items() if k not in gone})
 
     def move_to_workspace(self, workspace_name: str) -> None:
         self._edit(workspace_id=self._client.workspace_by_name(workspace_name).id)
