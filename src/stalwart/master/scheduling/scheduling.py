@@ -1,4 +1,5 @@
-"""The scheduling pass: queue runnable trials, place pending allocations, lose silent agents, time out preemptions."""
+"""The scheduling pass: queue runnable trials, hand each pool's resource manager its gangs (`managers`: it places
+them, and loses silent nodes), time out preemptions."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from collections.abc import Callable
 from stalwart.api.states import ExitReason, ExperimentState as S
 from stalwart.config import views
 from stalwart.master.allocations import containers, lifecycle
-from stalwart.master.queries import agents as agent_rows, allocations as allocation_rows, trials as trial_rows
+from stalwart.master.queries import allocations as allocation_rows, trials as trial_rows
 from stalwart.master.queries.rows import Conn, Row
-from stalwart.master.scheduling import placing
+from stalwart.master.scheduling import managers
 from stalwart.master.service import Master, new_id, now
 
 log = logging.getLogger(__name__)
@@ -41,22 +42,6 @@ def _source_busy(trial: Row, busy: set[tuple[int, str]]) -> bool:
     return (trial["experiment_id"], trial["source_request_id"]) in busy
 
 
-def _place(m: Master, conn: Conn) -> None:
-    placing.place(m, conn)
-
-
-def _lose_silent_agents(m: Master, conn: Conn) -> None:
-    timeout = m.settings.agent_timeout_s
-    cutoff = now() - timeout
-    if m.started_at > cutoff:
-        return  # after a master restart, give every agent a full timeout to come back
-    for agent_id in agent_rows.silent_since(conn, cutoff):
-        log.warning("agent %s has not been heard from for %.0f s; declaring it lost", agent_id, timeout)
-        agent_rows.update(conn, agent_id, {"connected": False})
-        for c in containers.on_agent(conn, agent_id):
-            lifecycle.lose_container(m, conn, c["allocation_id"], agent_id)
-
-
 def _enforce_preemption_timeouts(m: Master, conn: Conn) -> None:
     """A run that has not exited `preemption_timeout` seconds after its preemption signal is killed.
 
@@ -85,11 +70,11 @@ def _cancel_unplaced(m: Master, conn: Conn) -> None:
 
 def tick(m: Master) -> None:
     with m.db.begin() as conn:
-        _lose_silent_agents(m, conn)
+        managers.reconcile(m, conn)  # the agent manager: silent agents are lost
         _enforce_preemption_timeouts(m, conn)
         _cancel_unplaced(m, conn)
         _queue_trials(m, conn)
-        _place(m, conn)
+        managers.place(m, conn)  # each pool's resource manager places what can start
 
 
 async def run_forever(m: Master) -> None:
