@@ -93,6 +93,15 @@ class World:
             token = log_in(plain, user_of(caller), PASSWORD)
         return self.client(token)
 
+    def new_user(self, name: str, roles: tuple[tuple[str, str], ...]) -> httpx.Client:
+        """A new user holding each (role, workspace) of `roles`, and a client logged in as it."""
+        ok(self.admin.post("/api/v1/users", json={"username": name, "password": PASSWORD}))
+        for role, where in roles:
+            ok(self.admin.post("/api/v1/rbac/assignments", json={
+                "role": role, "username": name, "workspaceId": self.workspaces[where]}))
+        with httpx.Client(base_url=self.url) as plain:
+            return self.client(log_in(plain, name, PASSWORD))
+
     def new_experiment(self, where: str = "W", *, activate: bool = False) -> int:
         project = "proj-" + SECRET if where == "W" else "proj-two"
         name = f"exp-{SECRET}-{next(self.serial)}" if where == "W" else f"other-{next(self.serial)}"

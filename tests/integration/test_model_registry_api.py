@@ -14,7 +14,6 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from helpers_auth import log_in
 from stalwart.api import permissions as P
 from stalwart.db import tables as t
 from stalwart.master.identity import tokens
@@ -26,15 +25,6 @@ pytestmark = pytest.mark.integration
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[aw.World]:
     home = tmp_path_factory.mktemp("registry")
     yield from aw.build(home, f"sqlite:///{home / 'm.db'}")
-
-
-def _user(world: aw.World, name: str, roles: tuple[tuple[str, str], ...]) -> httpx.Client:
-    aw.ok(world.admin.post("/api/v1/users", json={"username": name, "password": aw.PASSWORD}))
-    for role, where in roles:
-        aw.ok(world.admin.post("/api/v1/rbac/assignments", json={
-            "role": role, "username": name, "workspaceId": world.workspaces[where]}))
-    with httpx.Client(base_url=world.url) as plain:
-        return world.client(log_in(plain, name, aw.PASSWORD))
 
 
 def _says(reply: httpx.Response, status: int, *words: str) -> None:
@@ -148,15 +138,15 @@ def test_a_registered_checkpoint_and_its_experiment_are_not_deleted(world: aw.Wo
 def test_who_may_register_and_change(world: aw.World) -> None:
     w_uuid = world.new_checkpoint()
     aw.ok(world.admin.post("/api/v1/models", json={"name": "in-w2", "workspace": "team-w2"}))
-    viewer_w2 = _user(world, "reg-viewer-w2", (("Viewer", "W2"),))
+    viewer_w2 = world.new_user("reg-viewer-w2", (("Viewer", "W2"),))
     _says(viewer_w2.post("/api/v1/models/in-w2/versions", json={"checkpoint_uuid": w_uuid}), 403)
-    editor_w2 = _user(world, "reg-editor-w2", (("Editor", "W2"),))  # may change W2's model, may not view W
+    editor_w2 = world.new_user("reg-editor-w2", (("Editor", "W2"),))  # may change W2's model, may not view W
     _says(editor_w2.post("/api/v1/models/in-w2/versions", json={"checkpoint_uuid": w_uuid}), 403,
           P.VIEW_EXPERIMENTS.name)
     assert aw.ok(world.admin.get("/api/v1/models/in-w2"))["model"]["num_versions"] == 0
     w2_uuid = world.new_checkpoint("E2")
     assert aw.ok(editor_w2.post("/api/v1/models/in-w2/versions", json={"checkpoint_uuid": w2_uuid}))
-    reader = _user(world, "reg-reader-w2", (("ModelRegistryViewer", "W2"),))
+    reader = world.new_user("reg-reader-w2", (("ModelRegistryViewer", "W2"),))
     assert [m["name"] for m in aw.ok(reader.get("/api/v1/models"))["models"]] == [
         m["name"] for m in aw.ok(world.admin.get("/api/v1/models", params={"workspace_id": world.workspaces["W2"]}))[
             "models"]]

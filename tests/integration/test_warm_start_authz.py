@@ -19,7 +19,6 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from helpers_auth import log_in
 from stalwart.api import permissions as P
 from stalwart.db import tables as t
 from stalwart.master.identity import tokens
@@ -41,15 +40,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[aw.World]:
     yield from aw.build(home, f"sqlite:///{home / 'm.db'}")
 
 
-def _user(world: aw.World, name: str, roles: tuple[tuple[str, str], ...]) -> httpx.Client:
-    aw.ok(world.admin.post("/api/v1/users", json={"username": name, "password": aw.PASSWORD}))
-    for role, where in roles:
-        aw.ok(world.admin.post("/api/v1/rbac/assignments", json={
-            "role": role, "username": name, "workspaceId": world.workspaces[where]}))
-    with httpx.Client(base_url=world.url) as plain:
-        return world.client(log_in(plain, name, aw.PASSWORD))
-
-
 def _create(world: aw.World, caller: httpx.Client, where: str, key: str, value: Any) -> httpx.Response:
     config = CONFIG.format(serial=next(world.serial), workspace=f"team-{where.lower()}", project=PROJECTS[where],
                            key=key, value=value)
@@ -64,7 +54,7 @@ def _refused(reply: httpx.Response, status: int, *words: str) -> None:
 
 def test_without_view_on_the_source_it_is_403(world: aw.World) -> None:
     uuid, w_trial = world.values["uuid"], world.trials["E"]
-    viewer = _user(world, "warm-w2-viewer", (("Viewer", "W2"),))
+    viewer = world.new_user("warm-w2-viewer", (("Viewer", "W2"),))
     for key, value in (("source_checkpoint_uuid", uuid), ("source_trial_id", w_trial)):
         _refused(_create(world, viewer, "W2", key, value), 403)
     admin_of_w2 = world.callers["a role elsewhere"]  # WorkspaceAdmin of W2: may create there, may not view W
@@ -100,7 +90,7 @@ def _starts_from(order: dict[str, Any], uuid: str, steps: int) -> None:
 
 def test_view_on_the_source_is_enough_and_the_trial_starts_from_it_at_batch_0(world: aw.World) -> None:
     uuid = world.values["uuid"]  # E's checkpoint, at steps_completed 1
-    both = _user(world, "warm-w2-editor-w-viewer", (("Editor", "W2"), ("Viewer", "W")))
+    both = world.new_user("warm-w2-editor-w-viewer", (("Editor", "W2"), ("Viewer", "W")))
     exp_id = int(aw.ok(_create(world, both, "W2", "source_checkpoint_uuid", uuid))["experiment"]["id"])
     allocation_id, trial_id = aw._live_allocation(world, exp_id)
     _starts_from(_order(world, allocation_id), uuid, 0)
