@@ -9,17 +9,15 @@ and saves a checkpoint at steps 1 and 2, so the search's best is known in advanc
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import pathlib
-import tarfile
 import time
 
 import pytest
 import yaml
 
 from cli_runs import fails, ok
+from integration.helpers import one_file_context_b64
 from stalwart.experimental import Model, client as sdk
 from stalwart.testing import LocalTestCluster
 
@@ -45,13 +43,7 @@ with core.init() as ctx:
 
 
 def context_b64() -> str:
-    data = TRIAL.encode()
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tgz:
-        info = tarfile.TarInfo("registry_trial.py")
-        info.size = len(data)
-        tgz.addfile(info, io.BytesIO(data))
-    return base64.b64encode(buffer.getvalue()).decode()
+    return one_file_context_b64("registry_trial.py", TRIAL)
 
 
 def finished_search(cluster: LocalTestCluster, storage: pathlib.Path) -> int:

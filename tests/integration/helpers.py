@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import io
 import os
 import pathlib
+import tarfile
 
 import yaml
 
@@ -86,3 +88,14 @@ def live_run(cluster, trial_id: int) -> dict | None:
     runs = cluster.client().get(f"/trials/{trial_id}")["runs"]
     live = [r for r in runs if r["state"] == "RUNNING"]
     return live[-1] if live else None
+
+
+def one_file_context_b64(name: str, text: str) -> str:
+    """A context of one file, `name` holding `text`, as the base64 .tgz the experiments API takes."""
+    data = text.encode()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tgz:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tgz.addfile(info, io.BytesIO(data))
+    return base64.b64encode(buffer.getvalue()).decode()

@@ -6,9 +6,6 @@ validation, a checkpoint later deleted); the CLI's functions read them back thro
 
 from __future__ import annotations
 
-import base64
-import io
-import tarfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from integration.helpers import one_file_context_b64
 from stalwart.cli.checkpoint_pick import rank_checkpoints
 from stalwart.cli.metric_rows import metric_table
 from stalwart.client import Client
@@ -76,13 +74,7 @@ class Reported:
 
 
 def context_b64() -> str:
-    data = SCRIPTED_TRIAL.encode()
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tgz:
-        info = tarfile.TarInfo("scripted.py")
-        info.size = len(data)
-        tgz.addfile(info, io.BytesIO(data))
-    return base64.b64encode(buffer.getvalue()).decode()
+    return one_file_context_b64("scripted.py", SCRIPTED_TRIAL)
 
 
 @pytest.fixture(scope="module")

@@ -11,19 +11,17 @@ from storage while the other twelve remain.
 
 from __future__ import annotations
 
-import base64
-import io
 import os
 import pathlib
 import pty
 import subprocess
 import sys
-import tarfile
 import time
 
 import pytest
 import yaml
 
+from integration.helpers import one_file_context_b64
 from stalwart.testing import LocalTestCluster
 
 pytestmark = pytest.mark.integration
@@ -59,13 +57,7 @@ with core.init() as ctx:
 
 
 def context_b64() -> str:
-    data = TRIAL.encode()
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tgz:
-        info = tarfile.TarInfo("gc_trial.py")
-        info.size = len(data)
-        tgz.addfile(info, io.BytesIO(data))
-    return base64.b64encode(buffer.getvalue()).decode()
+    return one_file_context_b64("gc_trial.py", TRIAL)
 
 
 def answered_at_a_terminal(cluster: LocalTestCluster, answer: str, *args: str) -> tuple[int, str]:

@@ -4,14 +4,13 @@ to the experiment and trial it came from and to its files), each with the data t
 
 from __future__ import annotations
 
-import base64
-import io
-import tarfile
 import uuid
 from urllib.parse import urlparse
 
 import pytest
 import yaml
+
+from integration.helpers import one_file_context_b64
 
 pytestmark = pytest.mark.integration
 
@@ -29,13 +28,7 @@ with core.init() as ctx:
 
 
 def _context() -> str:
-    data = TRIAL.encode()
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tgz:
-        info = tarfile.TarInfo("one_checkpoint.py")
-        info.size = len(data)
-        tgz.addfile(info, io.BytesIO(data))
-    return base64.b64encode(buffer.getvalue()).decode()
+    return one_file_context_b64("one_checkpoint.py", TRIAL)
 
 
 def _checkpoint(c, tmp_path) -> tuple[int, int, str]:
