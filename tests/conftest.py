@@ -13,8 +13,9 @@ from stalwart.testing import LocalTestCluster
 REPO = pathlib.Path(__file__).resolve().parents[1]
 DIGITS = REPO / "examples" / "digits"
 
-# dockerd, Podman and a registry, started once per run by the first test that needs them (container_servers.py)
-pytest_plugins = ["container_servers", "storage_servers"]
+# dockerd, Podman and a registry, started once per run by the first test that needs them (container_servers.py);
+# a Slurm cluster on this host likewise (slurm_server.py)
+pytest_plugins = ["container_servers", "storage_servers", "slurm_server"]
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ from stalwart.config.master_schema import (
     OIDC_DEFAULT_SCOPES,
     cross_checks,
 )
+from stalwart.config.slurm import SlurmConfig
 from stalwart.config.source import read_config_file
 
 
@@ -158,6 +159,7 @@ class MasterConfig:
     default_compute_pool: str = "default"
     default_aux_pool: str = "default"
     resource_manager: str = "agent"  # resource_manager.type: the manager of every pool (docs/resource-managers.md)
+    slurm: SlurmConfig = SlurmConfig()  # its Slurm keys (type: slurm; docs/slurm.md)
     port: int | None = None
     host: str | None = None
     db_url: str | None = None
@@ -249,6 +251,7 @@ def parse_master_config(data: Any, source: str = "master config") -> MasterConfi
         default_compute_pool=rm.get("default_compute_resource_pool") or fallback,
         default_aux_pool=rm.get("default_aux_resource_pool") or fallback,
         resource_manager=rm.get("type") or "agent",
+        slurm=SlurmConfig.of(rm),
         port=cfg.get("port"), host=cfg.get("host"), db_url=_db_url(cfg.get("db")),
         checkpoint_storage=cfg.get("checkpoint_storage"),
         task_container_defaults=dict(cfg.get("task_container_defaults") or {}),

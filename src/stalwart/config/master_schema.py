@@ -26,6 +26,7 @@ from stalwart.config._schema import (
 )
 from stalwart.config.container_defaults import check_defaults
 from stalwart.config.container_policy import check_policy
+from stalwart.config.slurm import SLURM_RM_KEYS
 
 # Keys Determined accepts that Stalwart reads but does not act on (no TLS, auth, telemetry, ... here).
 IGNORED_MASTER_KEYS = [
@@ -66,9 +67,11 @@ POOL_SPEC = {
     "allow_root_tasks": Field(boolean()),  # unset: security.allow_root_tasks
 }
 
-RESOURCE_MANAGER_TYPES = ("agent",)
+RESOURCE_MANAGER_TYPES = ("agent", "slurm")
 """The `resource_manager.type` values this master runs (docs/resource-managers.md); the planned ones are refused."""
-_PLANNED_MANAGERS = {"slurm": "issue 30", "pbs": "issue 30", "kubernetes": "issue 31"}
+_PLANNED_MANAGERS = {"kubernetes": "issue 31"}
+_REFUSED_MANAGERS = {"pbs": "OpenPBS cannot run on this project's build machines, so Stalwart has no tested PBS "
+                            "manager (docs/resource-managers.md, \"PBS\"); Slurm (`type: slurm`) is supported"}
 
 
 def _rm_type(value: Any, path: str, problems: Problems) -> Any:
@@ -76,7 +79,9 @@ def _rm_type(value: Any, path: str, problems: Problems) -> Any:
     if value in RESOURCE_MANAGER_TYPES:
         return value
     supported = ", ".join(RESOURCE_MANAGER_TYPES)
-    if isinstance(value, str) and value in _PLANNED_MANAGERS:
+    if isinstance(value, str) and value in _REFUSED_MANAGERS:
+        problems.add(path, f"{value!r} is not supported: {_REFUSED_MANAGERS[value]}")
+    elif isinstance(value, str) and value in _PLANNED_MANAGERS:
         problems.add(path, f"{value!r} is not supported yet ({_PLANNED_MANAGERS[value]}); this master runs the "
                            f"resource managers: {supported} (docs/resource-managers.md)")
     else:
@@ -94,6 +99,7 @@ RM_SPEC = {
     "name": Field(string()),
     "cluster_name": Field(string()),
     "metadata": Field(any_map()),
+    **SLURM_RM_KEYS,
 }
 
 DB_SPEC = {
@@ -301,6 +307,10 @@ def cross_checks(cfg: dict[str, Any], problems: Problems) -> None:
     if cfg.get("provisioner") and cfg.get("resource_pools"):
         problems.add("provisioner", "the old top-level provisioner cannot be combined with resource_pools; "
                                     "put it in a pool's `provider`")
+    if rm.get("type", "agent") != "slurm":
+        for key in sorted(k for k in set(rm) & set(SLURM_RM_KEYS) if rm[k] not in (None, [], {})):
+            problems.add(f"resource_manager.{key}", "is a key of the Slurm resource manager; it needs "
+                                                    "`resource_manager.type: slurm`")
     names = [p.get("pool_name") for p in cfg.get("resource_pools") or [] if isinstance(p, dict)]
     for i, name in enumerate(names):
         if name in names[:i]:

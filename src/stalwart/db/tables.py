@@ -83,6 +83,7 @@ agents = sa.Table(
     sa.Column("draining", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
     sa.Column("address", sa.String(256), nullable=True),  # as the master sees it; gang rendezvous uses it
     sa.Column("incarnation", sa.String(64), nullable=True),  # the agent process now holding this id (fencing)
+    sa.Column("allocation_id", sa.String(64), nullable=True),  # a one-shot agent's one allocation (Slurm jobs)
 )
 
 # Each agent's own credential (docs/users.md, "Agents and the cluster token"): only its SHA-256 is kept.
@@ -124,6 +125,11 @@ allocations = sa.Table(
     sa.Column("backfilled", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
     sa.Column("pending_reason", sa.Text, nullable=True),
     sa.Column("rendezvous_port", sa.Integer, nullable=True),
+    # run by an engine's own queue (Slurm): its job id, the SHA-256 of the job's single-use join credential, and
+    # when the engine started the job (migration 0012)
+    sa.Column("engine_job_id", sa.String(64), nullable=True, index=True),
+    sa.Column("join_token_hash", sa.String(64), nullable=True, unique=True, index=True),
+    sa.Column("engine_started_at", sa.Float, nullable=True),
 )
 
 # Every experiment and command is a job in the queue; the scheduler orders by (priority,

@@ -8,6 +8,7 @@ import time
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -90,6 +91,8 @@ class Master:
         self.roles_cache: dict[int, list[tuple[str, int | None]]] = {}
         # credential hash -> an agent's credential seen (cluster.credentials; cleared on every change)
         self.agent_credential_cache: dict[str, KnownCredential] = {}
+        # a resource manager's state between passes, which the next pass could rebuild (Slurm: when it last polled)
+        self.engine_state: dict[str, Any] = {}
         self.cluster_id, self.secret = self._cluster_identity()
         self.cluster_token = settings.cluster_token or self._info("cluster_token")
 

@@ -46,13 +46,18 @@ class NotApplicable(Exception):
     """This check does not apply to this kind of manager (the message says why)."""
 
 
-def master_config(rm_type: str = "agent", **extra: Any) -> dict[str, Any]:
+def master_config(rm_type: str = "agent", pools: Sequence[str] = POOLS, **extra: Any) -> dict[str, Any]:
     """A master config with the suite's two pools under `rm_type` (`extra` keys replace or add sections)."""
-    return {"resource_manager": {"type": rm_type}, "resource_pools": [{"pool_name": p} for p in POOLS]} | extra
+    return {"resource_manager": {"type": rm_type}, "resource_pools": [{"pool_name": p} for p in pools]} | extra
 
 
 class World(ABC):
-    """A master whose pools one manager serves, and that manager's node side."""
+    """A master whose pools one manager serves, and that manager's node side. `pools`: the first is where runs
+    go unless a check names the other (an engine may not allow the names `default`, as Slurm does not);
+    `extra_config`: experiment config lines every run gets (Slurm: one slot per node, so gangs span nodes)."""
+
+    pools: tuple[str, str] = POOLS
+    extra_config: str = ""
 
     def __init__(self, home: pathlib.Path, config: dict[str, Any] | None = None) -> None:
         cfg = parse_master_config(config or master_config())
@@ -85,10 +90,11 @@ class World(ABC):
         """The nodes that were told to kill the run's containers (since the last call)."""
 
     # -- the master side: the same for every implementation --------------------------------------------------------
-    def create(self, slots: int = 1, priority: int = 42, pool: str = "default") -> int:
+    def create(self, slots: int = 1, priority: int = 42, pool: str | None = None) -> int:
         """An active single-trial experiment; its id."""
         self._made += 1
-        text = CONFIG.format(n=self._made, slots=slots, priority=priority, pool=pool)
+        text = CONFIG.format(n=self._made, slots=slots, priority=priority, pool=pool or self.pools[0])
+        text += self.extra_config
         exp_id = experiments.create_experiment(self.master, text, self.archive, activate=True, owner="conformance")[0]
         assert exp_id is not None
         return exp_id
@@ -97,10 +103,10 @@ class World(ABC):
         scheduling.tick(self.master)
 
     @contextmanager
-    def manager(self, pool: str = "default") -> Iterator[ResourceManager]:
-        """The manager of `pool`, open in one transaction."""
+    def manager(self, pool: str | None = None) -> Iterator[ResourceManager]:
+        """The manager of `pool` (the first pool), open in one transaction."""
         with self.master.db.begin() as conn:
-            yield managers.for_pool(self.master, conn, pool)
+            yield managers.for_pool(self.master, conn, pool or self.pools[0])
 
     def status(self, allocation_id: str) -> RunStatus:
         with self.manager() as rm:
@@ -212,26 +218,27 @@ def check_lost_node(world: World) -> None:
     ended = world.status(first.allocation_id)
     assert (ended.state, ended.exit_reason) == ("TERMINATED", "AGENT_LOST"), ended
     again = _placed(world, exp)
-    assert again.containers[0].node != first.containers[0].node
+    assert again.containers[0].node != first.containers[0].node, (first, again)
     assert world.trial(exp)["restarts"] == 0
 
 
 def check_capacity(world: World) -> None:
     """Each pool's nodes and slots, and the slots a placed run takes, per pool."""
+    first, second = world.pools
     world.add_node(2)
     world.add_node(1)
-    world.add_node(4, pool="second")
+    world.add_node(4, pool=second)
     with world.manager() as rm:
         before = {c.pool: c for c in rm.capacity()}
-    assert set(POOLS) <= set(before)
-    assert (before["default"].nodes, before["default"].slots_total, before["default"].slots_free) == (2, 3, 3)
-    assert (before["second"].nodes, before["second"].slots_total, before["second"].accepting_nodes) == (1, 4, 1)
+    assert set(world.pools) <= set(before)
+    assert (before[first].nodes, before[first].slots_total, before[first].slots_free) == (2, 3, 3), before
+    assert (before[second].nodes, before[second].slots_total, before[second].accepting_nodes) == (1, 4, 1), before
     world.create(2)
     world.tick()
-    with world.manager("second") as rm:
+    with world.manager(second) as rm:
         after = {c.pool: c for c in rm.capacity()}
-    assert (after["default"].slots_used, after["default"].slots_free) == (2, 1)
-    assert after["second"].slots_used == 0
+    assert (after[first].slots_used, after[first].slots_free) == (2, 1)
+    assert after[second].slots_used == 0
 
 
 def check_queue_info(world: World) -> None:
@@ -247,7 +254,7 @@ def check_queue_info(world: World) -> None:
     ids = {world.runs_of(e)[-1]: e for e in (urgent, later, impossible)}
     assert [ids[q.allocation_id] for q in queue] == [urgent, later, impossible]
     assert [q.state for q in queue][1:] == ["PENDING", "PENDING"] and queue[0].state in ("ASSIGNED", "RUNNING")
-    assert queue[2].reason and all(q.pool == "default" for q in queue)
+    assert queue[2].reason and all(q.pool == world.pools[0] for q in queue)
     shown = {j["entity_id"]: j for j in jobs.list_jobs(world.master)}
     assert shown[impossible]["reason"] == queue[2].reason and shown[urgent]["state"] == "SCHEDULED"
 

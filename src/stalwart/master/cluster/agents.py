@@ -17,7 +17,7 @@ from stalwart.master.service import Master, now
 
 
 def register(m: Master, body: Mapping[str, Any], peer: str | None = None, *,
-             caller: str | None | credentials.InProcess) -> dict[str, Any]:
+             caller: credentials.Caller | credentials.InProcess) -> dict[str, Any]:
     """Create or refresh an agent; reconcile the containers it says it runs with ours. `caller`, from the route: the
     agent whose credential came, or None for the cluster token (an enrollment, under the enrollment policy: the
     answer carries the agent's new credential), or `credentials.IN_PROCESS`: the master itself registers the agent
@@ -34,6 +34,7 @@ def register(m: Master, body: Mapping[str, Any], peer: str | None = None, *,
     if m.settings.cluster.pool(pool) is None:
         raise InvalidRequest(f"resource_pool: this master has no pool {pool!r}; its pools are: "
                              f"{', '.join(m.settings.cluster.pool_names)}")
+    _check_pool_takes_agents(m, pool, agent_id, caller)
     incarnation = str(body.get("incarnation") or "")[:64] or None
     values = dict(
         incarnation=incarnation,
@@ -69,6 +70,23 @@ def register(m: Master, body: Mapping[str, Any], peer: str | None = None, *,
     m.wake_scheduler()
     return {"agent_id": agent_id, "kill": stale, "cluster_id": m.cluster_id,
             "agent_timeout": m.settings.agent_timeout_s, "credential": credential}
+
+
+def _check_pool_takes_agents(m: Master, pool: str, agent_id: str,
+                             caller: credentials.Caller | credentials.InProcess) -> None:
+    """Only an agent-manager pool takes agents that join on their own; a Slurm pool's agents are the one-shot
+    agents of its jobs (a join credential, or their own credential once enrolled)."""
+    kind = m.settings.cluster.resource_manager
+    if kind == "agent" or isinstance(caller, (credentials.JoinCaller, credentials.InProcess)):
+        return
+    if isinstance(caller, str):
+        with m.db.begin() as conn:
+            row = agent_rows.find(conn, agent_id)
+        if row is not None and row["allocation_id"] is not None:
+            return
+    raise InvalidRequest(f"resource_pool: pool {pool!r} is run by the {kind} resource manager, which starts its own "
+                         f"one-shot agent inside each job; agents cannot join it (docs/resource-managers.md). Run "
+                         f"this agent against a master whose resource_manager.type is agent")
 
 
 def _text(value: object) -> str | None:

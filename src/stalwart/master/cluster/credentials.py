@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from dataclasses import dataclass
 
 from fastapi import Request
 
@@ -28,7 +29,7 @@ from stalwart.api.errors import AuthError, ForbiddenError, NotFoundError
 from stalwart.api.models.agents import AgentCredential
 from stalwart.master.identity import tokens
 from stalwart.master.log_rows import Row as LogRow
-from stalwart.master.queries import agent_credentials as q, agents as agent_rows
+from stalwart.master.queries import agent_credentials as q, agents as agent_rows, engine_jobs
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import KnownCredential, Master, now
 
@@ -50,10 +51,22 @@ class InProcess:
 IN_PROCESS = InProcess()
 
 
+@dataclass(frozen=True)
+class JoinCaller:
+    """A one-shot agent inside an engine's job (Slurm) enrolling with its job's single-use join credential: it may
+    enroll only the agent ids of that allocation's containers, each once (docs/slurm.md, "Who runs the job")."""
+
+    allocation_id: str
+
+
+Caller = str | None | JoinCaller
+"""Who called an agent route: an agent's id, None for the cluster token (enrollment), or a job's join credential."""
+
+
 # -- the check of each agent call -----------------------------------------------------------------------------
 
 
-def authenticate(m: Master, request: Request) -> str | None:
+def authenticate(m: Master, request: Request) -> Caller:
     """The id of the agent calling, or None for the bare cluster token on the enrollment route. Refused: no token
     (401); the cluster token anywhere else, an unknown or revoked credential, or a call naming another agent or
     another agent's allocation (403). Reads headers and the path only, never the body."""
@@ -67,6 +80,10 @@ def authenticate(m: Master, request: Request) -> str | None:
         raise ForbiddenError("the cluster token only enrolls agents (POST /api/v1/agents); every other agent call "
                              "needs the agent's own credential, which the master gave it when it enrolled (the "
                              f"agent keeps it in {CREDENTIAL_FILE} in its work directory)")
+    enrolling = request.method == "POST" and request.scope.get("path", "").rstrip("/") == ENROLL_PATH
+    joining = _join_of(m, got) if enrolling else None
+    if joining is not None:
+        return joining
     agent_id = agent_of(m, got)
     named_agent, named_allocation = _named(request)
     if named_agent is not None and named_agent != agent_id:
@@ -84,6 +101,13 @@ def _named(request: Request) -> tuple[str | None, str | None]:
         return params.get("agent_id"), params.get("allocation_id")
     found = _NAMED.match(request.scope.get("path", ""))
     return (found["agent_id"], found["allocation_id"]) if found else (None, None)
+
+
+def _join_of(m: Master, credential: str) -> JoinCaller | None:
+    """The job whose live join credential this is (None: it is not one)."""
+    with m.db.begin() as conn:
+        row = engine_jobs.by_join_hash(conn, tokens.credential_hash(credential))
+    return None if row is None else JoinCaller(row["id"])
 
 
 def agent_of(m: Master, credential: str) -> str:
@@ -154,10 +178,13 @@ def own_log_rows(m: Master, agent_id: str, rows: list[LogRow]) -> list[LogRow]:
 # -- enrollment and registration ----------------------------------------------------------------------------------
 
 
-def admit(m: Master, conn: Conn, agent_id: str, caller: str | None, peer: str | None,
+def admit(m: Master, conn: Conn, agent_id: str, caller: Caller, peer: str | None,
           incarnation: str | None, replaces: str | None) -> str | None:
     """May this registration of `agent_id` go on? `caller`: the agent whose credential came (None: the cluster
-    token). Returns a new credential when the cluster token enrolls the agent (shown once), else None."""
+    token; a `JoinCaller`: a job's join credential). Returns a new credential when the cluster token or a join
+    credential enrolls the agent (shown once), else None."""
+    if isinstance(caller, JoinCaller):
+        return _admit_joining(m, conn, agent_id, caller, incarnation)
     if caller is not None:
         if caller != agent_id:
             raise ForbiddenError(f"this is agent {caller}'s credential; it cannot register agent {agent_id}")
@@ -178,6 +205,22 @@ def admit(m: Master, conn: Conn, agent_id: str, caller: str | None, peer: str | 
             f"that file along). If the file is lost, an admin revokes the old credential with `stalwart agent "
             f"revoke {agent_id} --reenroll` and the agent enrolls again")
     return _issue(m, conn, agent_id, incarnation)
+
+
+def _admit_joining(m: Master, conn: Conn, agent_id: str, caller: JoinCaller, incarnation: str | None) -> str:
+    """A job's one-shot agent enrolls one of its allocation's agent ids, once; when the last has, the join
+    credential is spent."""
+    mine = {a["id"] for a in engine_jobs.one_shot_agents(conn, caller.allocation_id)}
+    if agent_id not in mine:
+        raise ForbiddenError(f"this job's join credential enrolls only the agents of allocation "
+                             f"{caller.allocation_id} ({', '.join(sorted(mine)) or 'none placed yet'}), not {agent_id}")
+    if q.of_agent(conn, agent_id) is not None:
+        raise ForbiddenError(f"agent {agent_id} has already enrolled with this job's join credential, which is "
+                             "single-use; the agent registers with its own credential")
+    credential = _issue(m, conn, agent_id, incarnation)
+    if all(q.of_agent(conn, a) is not None for a in mine):
+        engine_jobs.close_join(conn, caller.allocation_id)
+    return credential
 
 
 def _check_policy(m: Master, peer: str | None, *, upgrade: bool) -> None:

@@ -15,7 +15,7 @@ from stalwart.master.queries import agents as agent_rows, allocations as allocat
 from stalwart.master.queries.rows import Conn
 from stalwart.master.scheduling import placing
 from stalwart.master.service import Master, now
-from stalwart.rm import Gang, NodeContainer, PoolCapacity, QueueEntry, ResourceManager, RunStatus
+from stalwart.rm import Gang, PoolCapacity, QueueEntry, ResourceManager, RunStatus
 from stalwart.scheduler import AgentState, PoolPolicy, Request, schedule
 
 log = logging.getLogger(__name__)
@@ -76,16 +76,7 @@ class AgentManager(ResourceManager):
         lifecycle.request_preemption(self.m, self.conn, allocation_id)
 
     def status(self, allocation_id: str) -> RunStatus:
-        alloc = allocation_rows.get(self.conn, allocation_id)
-        conts = containers.of_allocation(self.conn, allocation_id)
-        addrs = containers.addresses(self.conn, allocation_id)
-        return RunStatus(
-            allocation_id=allocation_id, state=alloc["state"],
-            containers=tuple(NodeContainer(c["container_rank"], c["agent_id"], addr, tuple(c["slot_ids"] or ()),
-                                           c["state"]) for c, addr in zip(conts, addrs, strict=True)),
-            pending_reason=alloc["pending_reason"], preempt_requested=bool(alloc["preempt_requested"]),
-            kill_requested=bool(alloc["kill_requested"]), exit_code=alloc["exit_code"],
-            exit_reason=alloc["exit_reason"])
+        return placing.run_status(self.conn, allocation_id)
 
     def capacity(self) -> list[PoolCapacity]:
         used = containers.used_slots(self.conn)
@@ -101,12 +92,7 @@ class AgentManager(ResourceManager):
         return list(out.values())
 
     def queue(self) -> list[QueueEntry]:
-        """Live runs of these pools in queue order (priority, queue position, submission)."""
-        rows = [(placing.gang_of(r), r) for r in allocation_rows.live_with_jobs(self.conn)]
-        mine = sorted(((g, r) for g, r in rows if g.pool in self._pools),
-                      key=lambda gr: (gr[0].priority, gr[0].queue_position, gr[0].submitted_at, gr[0].allocation_id))
-        return [QueueEntry(g.allocation_id, g.pool, g.state, g.slots, bool(r["backfilled"]), g.pending_reason)
-                for g, r in mine]
+        return placing.queue_of(self.conn, self._pools)
 
 
 def _request(g: Gang, placed: dict[str, list[tuple[str, tuple[int, ...]]]]) -> Request:

@@ -10,11 +10,12 @@ from stalwart.api.states import AllocationState as A
 from stalwart.master.queries.rows import Conn
 from stalwart.master.scheduling import placing
 from stalwart.master.scheduling.agent_manager import AgentManager
+from stalwart.master.scheduling.slurm_manager import SlurmManager
 from stalwart.master.service import Master
 from stalwart.rm import Gang, ResourceManager
 
 Factory = Callable[[Master, Conn, Sequence[str]], ResourceManager]
-FACTORIES: dict[str, Factory] = {"agent": AgentManager}
+FACTORIES: dict[str, Factory] = {"agent": AgentManager, "slurm": SlurmManager}
 """`resource_manager.type` → its implementation, opened on (master, connection, its pools)."""
 
 

@@ -12,7 +12,7 @@ from stalwart.master.allocations import containers
 from stalwart.master.queries import allocations as allocation_rows
 from stalwart.master.queries.rows import Conn
 from stalwart.master.service import Master
-from stalwart.rm import Gang
+from stalwart.rm import Gang, NodeContainer, QueueEntry, RunStatus
 from stalwart.scheduler import Container
 
 
@@ -54,3 +54,25 @@ def start_gang(m: Master, conn: Conn, allocation_id: str, placed: Sequence[Conta
     for node, _ in placed:
         m.signals.notify(f"agent:{node}")
     return True
+
+
+def run_status(conn: Conn, allocation_id: str) -> RunStatus:
+    """A run as its rows say: state, containers in rank order (node, address, slots), reasons, exit."""
+    alloc = allocation_rows.get(conn, allocation_id)
+    conts = containers.of_allocation(conn, allocation_id)
+    addrs = containers.addresses(conn, allocation_id)
+    return RunStatus(
+        allocation_id=allocation_id, state=alloc["state"],
+        containers=tuple(NodeContainer(c["container_rank"], c["agent_id"], addr, tuple(c["slot_ids"] or ()),
+                                       c["state"]) for c, addr in zip(conts, addrs, strict=True)),
+        pending_reason=alloc["pending_reason"], preempt_requested=bool(alloc["preempt_requested"]),
+        kill_requested=bool(alloc["kill_requested"]), exit_code=alloc["exit_code"], exit_reason=alloc["exit_reason"])
+
+
+def queue_of(conn: Conn, pools: Sequence[str]) -> list[QueueEntry]:
+    """The live runs of `pools` in queue order (priority, queue position, submission) with their reasons."""
+    rows = [(gang_of(r), r) for r in allocation_rows.live_with_jobs(conn)]
+    mine = sorted(((g, r) for g, r in rows if g.pool in pools),
+                  key=lambda gr: (gr[0].priority, gr[0].queue_position, gr[0].submitted_at, gr[0].allocation_id))
+    return [QueueEntry(g.allocation_id, g.pool, g.state, g.slots, bool(r["backfilled"]), g.pending_reason)
+            for g, r in mine]

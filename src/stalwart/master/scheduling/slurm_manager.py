@@ -1,0 +1,197 @@
+"""The Slurm resource manager: each allocation of its pools (one per partition) is one Slurm job (docs/slurm.md).
+
+`submit` sends each PENDING gang that has no job yet to `sbatch` (`slurm_submit`). `reconcile` reads Slurm's queue
+in one `squeue` per poll and brings the rows in line: a job Slurm started gets its containers (one one-shot agent
+per node, agent ids `slurm-<job>-<node rank>`, placed with `placing.start_gang`, which the agents inside the job
+then take from the action long-poll like any agent); a waiting job's reason is the run's pending reason; a job
+that vanished, or that Slurm requeued, under a running allocation ends the run as a lost node's (re-queued from
+its checkpoint, uncounted), and a requeued job is cancelled before the run is submitted again, so the two never
+both run; a job whose run has ended is cancelled. Nothing is kept in memory but the time of the last poll: after
+a master restart the jobs are found again through `allocations.engine_job_id`."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+
+from stalwart.api.states import AllocationState as A, ExitReason
+from stalwart.master.allocations import containers, lifecycle
+from stalwart.master.logs import insert_logs
+from stalwart.master.queries import agents as agent_rows, allocations as allocation_rows, engine_jobs
+from stalwart.master.queries.rows import Conn, Row
+from stalwart.master.scheduling import placing, slurm_submit
+from stalwart.master.service import Master, now
+from stalwart.rm import Gang, PoolCapacity, QueueEntry, ResourceManager, RunStatus
+from stalwart.rm.slurm import SlurmCli, SlurmJob
+from stalwart.rm.slurm.batch import node_slots
+
+log = logging.getLogger(__name__)
+RUNNING = ("RUNNING", "CONFIGURING", "COMPLETING", "STAGE_OUT", "SIGNALING", "RESIZING")
+WAITING = ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED", "RESV_DEL_HOLD")
+_LAST_POLL = "slurm:last_poll"
+
+
+def agent_id_of(job_id: str, rank: int) -> str:
+    """The id of the one-shot agent of a job's node `rank` (the job's SLURM_NODEID)."""
+    return f"slurm-{job_id}-{rank}"
+
+
+class SlurmManager(ResourceManager):
+    """The Slurm manager of `pools` (partitions), opened on the master `m` inside the transaction `conn`."""
+
+    type = "slurm"
+
+    def __init__(self, m: Master, conn: Conn, pools: Sequence[str]) -> None:
+        self.m, self.conn, self._pools = m, conn, tuple(pools)
+        self.cfg = m.settings.cluster.slurm
+        self.cli = SlurmCli()
+
+    def pools(self) -> tuple[str, ...]:
+        return self._pools
+
+    # -- the pass ---------------------------------------------------------------------------------------------------
+    def submit(self, gangs: Sequence[Gang]) -> None:
+        for g in gangs:
+            if g.state != A.PENDING.value or g.kill_requested:
+                continue
+            if allocation_rows.get(self.conn, g.allocation_id)["engine_job_id"] is None:
+                slurm_submit.submit(self.m, self.conn, self.cli, self.cfg, g)
+
+    def reconcile(self) -> None:
+        """One `squeue` per `poll_interval`: every job of ours against its allocation's row."""
+        at = now()
+        if at - self.m.engine_state.get(_LAST_POLL, 0.0) < self.cfg.poll_interval:
+            return
+        rows = engine_jobs.with_jobs(self.conn)
+        jobs = {j.name: j for j in self.cli.jobs(self.cfg.job_name_prefix)}
+        self.m.engine_state[_LAST_POLL] = at
+        cancel: list[str] = []
+        for row in rows:
+            job = jobs.pop(slurm_submit.job_name(self.cfg, row["id"]), None)
+            if job is not None and job.job_id != row["engine_job_id"]:
+                cancel.append(job.job_id)  # a job of an earlier submission of this run
+                job = None
+            if self._follow(row, job):
+                cancel.append(row["engine_job_id"])
+        cancel += [j.job_id for j in jobs.values() if j.state not in ("COMPLETING",)]  # their runs have ended
+        if cancel:
+            log.info("cancelling Slurm job(s) %s: their runs have ended or were requeued", ", ".join(cancel))
+            self.cli.cancel(cancel)
+        engine_jobs.remove_ended_one_shot_agents(self.conn)
+
+    def _follow(self, row: Row, job: SlurmJob | None) -> bool:
+        """Bring one live allocation in line with its job; True when the job must be cancelled."""
+        state = row["state"]
+        if job is None or job.state not in RUNNING + WAITING:
+            if state == A.PENDING.value:
+                self._failed_before_joining(row, "ended before its agents joined")
+            else:
+                self._lose(row, f"Slurm job {row['engine_job_id']} ended without its agents reporting the end")
+            return False
+        if job.state in WAITING:
+            if state == A.PENDING.value:
+                reason = f"Slurm job {job.job_id}: {job.reason or 'waiting for the scheduler'}"
+                if row["pending_reason"] != reason:
+                    allocation_rows.set_pending_reason(self.conn, row["id"], reason)
+                return False
+            self._lose(row, f"Slurm requeued job {job.job_id} ({job.reason or 'preempted or its node failed'}); "
+                            "the trial resumes from its latest checkpoint")
+            return True
+        if state == A.PENDING.value:
+            if row["kill_requested"]:
+                return True
+            self._place(row, job)
+        elif state == A.ASSIGNED.value and self._join_overdue(row):
+            self._failed_before_joining(row, f"started, but its agents did not join within job_start_timeout "
+                                             f"({self.cfg.job_start_timeout:.0f} s)")
+            return True
+        return False
+
+    def _place(self, row: Row, job: SlurmJob) -> None:
+        """Slurm started the job: one container per node, on the one-shot agent that will run there."""
+        owner = engine_jobs.owner_of(self.conn, row["id"])
+        per_node = (owner["config"].get("slurm") or {}).get("slots_per_node") or row["slots"] or 1
+        shares = node_slots(row["slots"], min(per_node, row["slots"] or 1), max(1, len(job.nodes)))
+        addresses = {n.name: n.address for n in self.cli.nodes()} if len(job.nodes) > 1 else {}
+        placed = []
+        for rank, node in enumerate(job.nodes or ("?",)):
+            agent_id = agent_id_of(job.job_id, rank)
+            if agent_rows.find(self.conn, agent_id) is None:
+                agent_rows.insert(self.conn, agent_id, {
+                    "hostname": node, "address": addresses.get(node) or None, "resource_pool": job.partition,
+                    "slots": shares[rank], "slot_type": "cpu" if self.cfg.cpu_slots else self.cfg.slot_type,
+                    "enabled": True, "connected": False, "registered_at": now(), "last_seen": now(),
+                    "allocation_id": row["id"]})
+            placed.append((agent_id, tuple(range(shares[rank]))))
+        engine_jobs.set_started(self.conn, row["id"], now())
+        placing.start_gang(self.m, self.conn, row["id"], placed, backfilled=False)
+
+    def _join_overdue(self, row: Row) -> bool:
+        started = row["engine_started_at"]
+        if started is None or now() - started <= self.cfg.job_start_timeout:
+            return False
+        return any(c["state"] == A.ASSIGNED.value for c in containers.of_allocation(self.conn, row["id"]))
+
+    def _lose(self, row: Row, why: str) -> None:
+        """The job is gone under a placed run: it ends as a lost node's run (re-queued, uncounted)."""
+        self._note(row, why, "WARNING")
+        for c in containers.of_allocation(self.conn, row["id"]):
+            if c["state"] != A.TERMINATED.value:
+                lifecycle.lose_container(self.m, self.conn, row["id"], c["agent_id"])
+        lifecycle.allocation_exited(self.m, self.conn, row["id"], None, ExitReason.AGENT_LOST)
+
+    def _failed_before_joining(self, row: Row, what: str) -> None:
+        out = slurm_submit.output_dir(self.m, self.cfg) / f"{slurm_submit.job_name(self.cfg, row['id'])}.out"
+        tail = _tail(out)
+        why = f"Slurm job {row['engine_job_id']} {what}" + (f"; its output ({out}) ends with:\n{tail}" if tail else "")
+        slurm_submit.fail(self.m, self.conn, row["id"], why, ExitReason.EXITED)
+
+    def _note(self, row: Row, line: str, level: str) -> None:
+        insert_logs(self.conn, [{"trial_id": row["trial_id"], "allocation_id": row["id"], "log": line,
+                                 "level": level, "source": "master", "stdtype": "stderr"}])
+
+    # -- asked by the master ----------------------------------------------------------------------------------------
+    def kill(self, allocation_id: str) -> None:
+        lifecycle.request_kill(self.m, self.conn, allocation_rows.get(self.conn, allocation_id))
+
+    def preempt(self, allocation_id: str) -> None:
+        lifecycle.request_preemption(self.m, self.conn, allocation_id)
+
+    def status(self, allocation_id: str) -> RunStatus:
+        """As the rows say, with each container's node named as Slurm names it (not its one-shot agent's id)."""
+        status = placing.run_status(self.conn, allocation_id)
+        hosts = {c.node: _hostname(agent_rows.find(self.conn, c.node)) for c in status.containers}
+        return dataclasses.replace(status, containers=tuple(
+            dataclasses.replace(c, node=hosts[c.node] or c.node) for c in status.containers))
+
+    def capacity(self) -> list[PoolCapacity]:
+        out = {p: PoolCapacity(p, 0, 0, 0, 0) for p in self._pools}
+        for node in self.cli.nodes():
+            if node.state.startswith("down"):
+                continue  # out of service: not a node of its pools until an admin (or Slurm) brings it back
+            for part in node.partitions:
+                had = out.get(part)
+                if had is None:
+                    continue
+                total, used = ((node.cpus, node.cpus_alloc) if self.cfg.cpu_slots else (node.gpus, node.gpus_alloc))
+                out[part] = PoolCapacity(part, had.nodes + 1, had.slots_total + total, had.slots_used + used,
+                                         had.accepting_nodes + int(node.accepting))
+        return list(out.values())
+
+    def queue(self) -> list[QueueEntry]:
+        return placing.queue_of(self.conn, self._pools)
+
+
+def _hostname(row: Row | None) -> str | None:
+    return None if row is None else row["hostname"]
+
+
+def _tail(path: object, lines: int = 15) -> str:
+    try:
+        with open(str(path), "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - 8192))
+            return "\n".join(f.read().decode(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
