@@ -29,9 +29,9 @@ log = logging.getLogger("stalwart.agent")
 class OneShotAgent(Agent):
     """An agent that runs one allocation and is done when the master knows how it ended."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def run_forever(self) -> None:
         threading.Thread(target=self._stop_when_reported, daemon=True, name="one-shot").start()
+        super().run_forever()
 
     def _start(self, order: StartOrder) -> None:
         """The job already runs as the task's OS user: no switch of user is needed (nor possible without root)."""

@@ -1,0 +1,125 @@
+"""Trials through Slurm end to end (issue 30, acceptance 2): a real master whose resource manager is this run's
+real Slurm (tests/slurm_server.py, partition `batch`: nodes b1 and b2 of 2 CPUs), with no agent of its own. Each
+allocation is a Slurm job whose one-shot agent (`stalwart.agent.slurm_job`) runs the trial.
+
+- the digits example completes as a job seen RUNNING in `squeue`; a pause checkpoints and ends the job, an
+  activate submits a new one that resumes from the checkpoint;
+- `scontrol requeue` of a running trial's job: the trial resumes from its checkpoint and is not failed;
+- a 2-slot distributed trial (gloo DDP, 2 workers on one node) completes as one job."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import yaml
+
+from integration.helpers import (
+    DIGITS,
+    REPO,
+    checkpoints,
+    create,
+    digits_config,
+    experiment,
+    first_trial,
+    live_run,
+    logs,
+    wait_state,
+)
+from stalwart.testing import LocalTestCluster
+
+pytestmark = pytest.mark.integration
+PARTITION = "batch"
+DISTRIBUTED = REPO / "examples" / "distributed"
+
+
+def slurm_master_config(prefix: str, **rm: object) -> str:
+    return yaml.safe_dump({
+        "resource_manager": {"type": "slurm", "slot_type": "cpu", "user_name": "root", "poll_interval": 0.5,
+                             "job_name_prefix": prefix, **rm},
+        "resource_pools": [{"pool_name": PARTITION}],
+    })
+
+
+@pytest.fixture
+def slurm_master(slurm_cluster, tmp_path, monkeypatch):
+    """A master in front of the test Slurm's `batch` partition (held for this test alone), no agents."""
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf_path))
+    prefix = f"e2e-{uuid.uuid4().hex[:8]}-"
+    with slurm_cluster.exclusive(PARTITION), LocalTestCluster(
+            tmp_path / "home", agents=0, master_config=slurm_master_config(prefix)) as c:
+        c.slurm = slurm_cluster
+        c.prefix = prefix
+        yield c
+
+
+def our_jobs(c) -> list[dict[str, str]]:
+    return [j for j in c.slurm.squeue(PARTITION) if j["name"].startswith(c.prefix)]
+
+
+def running_job(c) -> dict[str, str]:
+    return c.wait_for(lambda: next((j for j in our_jobs(c) if j["state"] == "RUNNING"), None), timeout=60,
+                      what="a RUNNING Slurm job of this master")
+
+
+def _failure_details(c, trial_id: int) -> str:
+    return "\n".join(line["log"] for line in logs(c, trial_id))[-4000:] + c.log("master.log")[-3000:]
+
+
+def test_digits_runs_as_a_slurm_job_and_pause_activate_resubmits_and_resumes(slurm_master):
+    c = slurm_master
+    config = digits_config(searcher__max_length={"batches": 60}, min_validation_period={"batches": 20},
+                           hyperparameters__batch_sleep=0.1, resources={"resource_pool": PARTITION})
+    exp_id = create(c, config, DIGITS)
+    trial_id = first_trial(c, exp_id)
+    first_job = running_job(c)
+    assert first_job["user"] == "root" and first_job["nodelist"] in ("b1", "b2"), first_job
+    c.wait_for(lambda: checkpoints(c, trial_id), timeout=120, what="a first checkpoint")
+    c.client().experiment_action(exp_id, "pause")
+    c.wait_for(lambda: experiment(c, exp_id)["trials"][0]["state"] == "PAUSED" and live_run(c, trial_id) is None,
+               timeout=120, what="the trial to stop")
+    c.wait_for(lambda: not our_jobs(c), timeout=30, what="the paused trial's Slurm job to end")
+    paused_at = max(ck["steps_completed"] for ck in checkpoints(c, trial_id))
+
+    c.client().experiment_action(exp_id, "activate")
+    second_job = running_job(c)
+    assert second_job["job_id"] != first_job["job_id"]
+    described = wait_state(c, exp_id, {"COMPLETED", "ERROR", "CANCELED"}, timeout=240)
+    assert described["experiment"]["state"] == "COMPLETED", _failure_details(c, trial_id)
+    resumed = [line["log"] for line in logs(c, trial_id) if "resumed from checkpoint" in line["log"]]
+    assert len(resumed) == 1 and f"steps_completed={paused_at}" in resumed[0], resumed
+    assert described["trials"][0]["restarts"] == 0
+    c.wait_for(lambda: not our_jobs(c), timeout=30, what="the finished trial's Slurm job to end")
+
+
+def test_a_requeued_job_resumes_its_trial_from_the_checkpoint_and_is_not_a_failure(slurm_master):
+    c = slurm_master
+    config = digits_config(searcher__max_length={"batches": 60}, min_validation_period={"batches": 20},
+                           hyperparameters__batch_sleep=0.1, resources={"resource_pool": PARTITION}, max_restarts=0)
+    exp_id = create(c, config, DIGITS)
+    trial_id = first_trial(c, exp_id)
+    job = running_job(c)
+    c.wait_for(lambda: checkpoints(c, trial_id), timeout=120, what="a first checkpoint")
+    c.slurm.requeue(job["job_id"])
+    described = wait_state(c, exp_id, {"COMPLETED", "ERROR", "CANCELED"}, timeout=240)
+    assert described["experiment"]["state"] == "COMPLETED", _failure_details(c, trial_id)
+    assert described["trials"][0]["restarts"] == 0
+    text = "\n".join(line["log"] for line in logs(c, trial_id))
+    assert "resumed from checkpoint" in text, text[-3000:]
+    runs = c.client().get(f"/trials/{trial_id}")["runs"]
+    assert len(runs) >= 2 and runs[0]["exit_reason"] in ("AGENT_LOST", "PREEMPTED"), runs
+
+
+def test_a_two_slot_distributed_trial_completes_as_one_slurm_job(slurm_master):
+    c = slurm_master
+    cfg = yaml.safe_load((DISTRIBUTED / "distributed.yaml").read_text())
+    cfg["resources"] = {**cfg.get("resources", {}), "resource_pool": PARTITION}
+    cfg["searcher"]["max_length"] = {"batches": 20}
+    exp_id = create(c, yaml.safe_dump(cfg), DISTRIBUTED)
+    trial_id = first_trial(c, exp_id)
+    job = running_job(c)
+    described = wait_state(c, exp_id, {"COMPLETED", "ERROR", "CANCELED"}, timeout=240)
+    assert described["experiment"]["state"] == "COMPLETED", _failure_details(c, trial_id)
+    ranks = {line.get("rank_id") for line in logs(c, trial_id) if line.get("rank_id") is not None}
+    assert ranks >= {0, 1}, ranks
+    assert job["nodelist"] in ("b1", "b2")
