@@ -9,10 +9,9 @@ allocation is a Slurm job whose one-shot agent (`stalwart.agent.slurm_job`) runs
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 import yaml
+from slurm_trials import PARTITION, failure_details, our_jobs, running_job, slurm_master
 
 from integration.helpers import (
     DIGITS,
@@ -26,48 +25,18 @@ from integration.helpers import (
     logs,
     wait_state,
 )
-from stalwart.testing import LocalTestCluster
 
 pytestmark = pytest.mark.integration
-PARTITION = "batch"
-DISTRIBUTED = REPO / "examples" / "distributed"
-
-
-def slurm_master_config(prefix: str, **rm: object) -> str:
-    return yaml.safe_dump({
-        "resource_manager": {"type": "slurm", "slot_type": "cpu", "user_name": "root", "poll_interval": 0.5,
-                             "job_name_prefix": prefix, **rm},
-        "resource_pools": [{"pool_name": PARTITION}],
-    })
 
 
 @pytest.fixture
-def slurm_master(slurm_cluster, tmp_path, monkeypatch):
-    """A master in front of the test Slurm's `batch` partition (held for this test alone), no agents."""
-    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf_path))
-    prefix = f"e2e-{uuid.uuid4().hex[:8]}-"
-    with slurm_cluster.exclusive(PARTITION), LocalTestCluster(
-            tmp_path / "home", agents=0, master_config=slurm_master_config(prefix)) as c:
-        c.slurm = slurm_cluster
-        c.prefix = prefix
-        yield c
+def c(slurm_cluster, tmp_path, monkeypatch):
+    with slurm_master(slurm_cluster, tmp_path, monkeypatch) as cluster:
+        yield cluster
+DISTRIBUTED = REPO / "examples" / "distributed"
 
 
-def our_jobs(c) -> list[dict[str, str]]:
-    return [j for j in c.slurm.squeue(PARTITION) if j["name"].startswith(c.prefix)]
-
-
-def running_job(c) -> dict[str, str]:
-    return c.wait_for(lambda: next((j for j in our_jobs(c) if j["state"] == "RUNNING"), None), timeout=60,
-                      what="a RUNNING Slurm job of this master")
-
-
-def _failure_details(c, trial_id: int) -> str:
-    return "\n".join(line["log"] for line in logs(c, trial_id))[-4000:] + c.log("master.log")[-3000:]
-
-
-def test_digits_runs_as_a_slurm_job_and_pause_activate_resubmits_and_resumes(slurm_master):
-    c = slurm_master
+def test_digits_runs_as_a_slurm_job_and_pause_activate_resubmits_and_resumes(c):
     config = digits_config(searcher__max_length={"batches": 60}, min_validation_period={"batches": 20},
                            hyperparameters__batch_sleep=0.1, resources={"resource_pool": PARTITION})
     exp_id = create(c, config, DIGITS)
@@ -85,15 +54,14 @@ def test_digits_runs_as_a_slurm_job_and_pause_activate_resubmits_and_resumes(slu
     second_job = running_job(c)
     assert second_job["job_id"] != first_job["job_id"]
     described = wait_state(c, exp_id, {"COMPLETED", "ERROR", "CANCELED"}, timeout=240)
-    assert described["experiment"]["state"] == "COMPLETED", _failure_details(c, trial_id)
+    assert described["experiment"]["state"] == "COMPLETED", failure_details(c, trial_id)
     resumed = [line["log"] for line in logs(c, trial_id) if "resumed from checkpoint" in line["log"]]
     assert len(resumed) == 1 and f"steps_completed={paused_at}" in resumed[0], resumed
     assert described["trials"][0]["restarts"] == 0
     c.wait_for(lambda: not our_jobs(c), timeout=30, what="the finished trial's Slurm job to end")
 
 
-def test_a_requeued_job_resumes_its_trial_from_the_checkpoint_and_is_not_a_failure(slurm_master):
-    c = slurm_master
+def test_a_requeued_job_resumes_its_trial_from_the_checkpoint_and_is_not_a_failure(c):
     config = digits_config(searcher__max_length={"batches": 60}, min_validation_period={"batches": 20},
                            hyperparameters__batch_sleep=0.1, resources={"resource_pool": PARTITION}, max_restarts=0)
     exp_id = create(c, config, DIGITS)
@@ -102,7 +70,7 @@ def test_a_requeued_job_resumes_its_trial_from_the_checkpoint_and_is_not_a_failu
     c.wait_for(lambda: checkpoints(c, trial_id), timeout=120, what="a first checkpoint")
     c.slurm.requeue(job["job_id"])
     described = wait_state(c, exp_id, {"COMPLETED", "ERROR", "CANCELED"}, timeout=240)
-    assert described["experiment"]["state"] == "COMPLETED", _failure_details(c, trial_id)
+    assert described["experiment"]["state"] == "COMPLETED", failure_details(c, trial_id)
     assert described["trials"][0]["restarts"] == 0
     text = "\n".join(line["log"] for line in logs(c, trial_id))
     assert "resumed from checkpoint" in text, text[-3000:]
@@ -110,8 +78,7 @@ def test_a_requeued_job_resumes_its_trial_from_the_checkpoint_and_is_not_a_failu
     assert len(runs) >= 2 and runs[0]["exit_reason"] in ("AGENT_LOST", "PREEMPTED"), runs
 
 
-def test_a_two_slot_distributed_trial_completes_as_one_slurm_job(slurm_master):
-    c = slurm_master
+def test_a_two_slot_distributed_trial_completes_as_one_slurm_job(c):
     cfg = yaml.safe_load((DISTRIBUTED / "distributed.yaml").read_text())
     cfg["resources"] = {**cfg.get("resources", {}), "resource_pool": PARTITION}
     cfg["searcher"]["max_length"] = {"batches": 20}
@@ -119,7 +86,7 @@ def test_a_two_slot_distributed_trial_completes_as_one_slurm_job(slurm_master):
     trial_id = first_trial(c, exp_id)
     job = running_job(c)
     described = wait_state(c, exp_id, {"COMPLETED", "ERROR", "CANCELED"}, timeout=240)
-    assert described["experiment"]["state"] == "COMPLETED", _failure_details(c, trial_id)
+    assert described["experiment"]["state"] == "COMPLETED", failure_details(c, trial_id)
     ranks = {line.get("rank_id") for line in logs(c, trial_id) if line.get("rank_id") is not None}
     assert ranks >= {0, 1}, ranks
     assert job["nodelist"] in ("b1", "b2")

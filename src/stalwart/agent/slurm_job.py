@@ -33,6 +33,11 @@ class OneShotAgent(Agent):
         threading.Thread(target=self._stop_when_reported, daemon=True, name="one-shot").start()
         super().run_forever()
 
+    @property
+    def done(self) -> threading.Event:
+        """Set once this agent's work is over (its allocation's end reported, or nothing to do)."""
+        return self._stop
+
     def _start(self, order: StartOrder) -> None:
         """The job already runs as the task's OS user: no switch of user is needed (nor possible without root)."""
         if order.run_as is not None and order.run_as.uid == os.geteuid():
@@ -87,17 +92,29 @@ def main(argv: list[str] | None = None) -> int:
     work_root = pathlib.Path(os.environ.get("TMPDIR") or "/tmp") / f"stalwart-{agent_id}"
     agent = OneShotAgent(args.master, token, work_root, agent_id=agent_id, slots=slots,
                          slot_type="cpu" if args.slot_type == "cpu" else args.slot_type,
-                         resource_pool=args.resource_pool, poll_timeout=5.0, runtime=args.runtime)
+                         resource_pool=args.resource_pool, runtime=args.runtime)
 
     def on_term(_sig: int, _frame: FrameType | None) -> None:
         threading.Thread(target=agent.relinquish, daemon=True).start()
 
     signal.signal(signal.SIGTERM, on_term)
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            agent.run_forever()
+        except Exception as err:  # refused for good (e.g. a spent join credential): the job ends with it
+            failed.append(err)
+            log.error("the one-shot agent cannot run: %s", err)
+
+    loop = threading.Thread(target=run, daemon=True, name="agent")
+    loop.start()
     try:
-        agent.run_forever()
+        while not agent.done.wait(0.5) and loop.is_alive():  # not on the action long-poll: out as soon as done
+            pass
     finally:
         shutil.rmtree(work_root, ignore_errors=True)
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

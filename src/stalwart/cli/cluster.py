@@ -28,7 +28,16 @@ from stalwart.config.agent import RUNTIMES
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None,
               help="How the local agent runs tasks: process (default), or docker or podman to run each in its "
                    "`environment.image` (the engine must be running: docs/containers.md).")
-def up(port: int | None, slots: int | None, foreground: bool, config_file: str | None, runtime: str | None) -> None:
+@click.option("--slurm", is_flag=True,
+              help="Put the master in front of Slurm: no local agent; one resource pool per Slurm partition (Slurm's "
+                   "default partition the default pool); each trial runs as a Slurm job. With --config, that "
+                   "config's other sections are kept and its resource manager is replaced (a `type: slurm` one's "
+                   "keys are kept). Slurm's client tools must reach its slurmctld (SLURM_CONF).")
+@click.option("--slurm-user", default=None, metavar="NAME",
+              help="With --slurm: the OS user the Slurm jobs of users with no linked OS user run as "
+                   "(`resource_manager.user_name`; see `stalwart user link-with-agent-user`).")
+def up(port: int | None, slots: int | None, foreground: bool, config_file: str | None, runtime: str | None,
+       slurm: bool, slurm_user: str | None) -> None:
     """Start a local cluster: a master and one agent.
 
     Both run in the background (in this terminal with --foreground), with their SQLite database, logs and cluster
@@ -38,7 +47,17 @@ def up(port: int | None, slots: int | None, foreground: bool, config_file: str |
     The master config given with --config is copied into $STALWART_HOME and used by every later start of this
     home's cluster (`up` without --config, or a command that starts it) until another --config replaces it.
     With --runtime docker or podman the agent runs each trial and command in a container of its image; `down`
-    forgets it (the next `up` runs processes unless given --runtime again)."""
+    forgets it (the next `up` runs processes unless given --runtime again).
+
+    With --slurm only the master starts, in front of the Slurm cluster its client tools reach: its config, made from
+    Slurm's partitions (and --config, if given), is written to $STALWART_HOME/master-slurm.yaml at each such start;
+    `down` stops the master and cancels its Slurm jobs; the next `up` without --slurm starts a local cluster again."""
+    if slurm:
+        _up_slurm(port, slots, foreground, config_file, runtime, slurm_user)
+        return
+    if slurm_user:
+        raise InvalidRequest("--slurm-user: the OS user of Slurm jobs goes with --slurm (`stalwart up --slurm "
+                             "--slurm-user NAME`)")
     pool = None  # the config's default compute pool; else the recorded cluster's, else "default"
     if config_file:
         from stalwart.config.master import load_master_config
@@ -66,16 +85,64 @@ def up(port: int | None, slots: int | None, foreground: bool, config_file: str |
         output.console.print(f"State and logs are in {rec['home']}; stop with `stalwart down`.")
 
 
+def _up_slurm(port: int | None, slots: int | None, foreground: bool, config_file: str | None, runtime: str | None,
+              slurm_user: str | None) -> None:
+    """`up --slurm`: the master alone, in front of Slurm (stalwart.cli.slurm_up)."""
+    from stalwart.cli import slurm_up
+
+    given = [name for name, value in (("--slots", slots), ("--runtime", runtime)) if value is not None]
+    if given:
+        raise InvalidRequest(f"{' and '.join(given)}: options of the local agent, which `up --slurm` does not start "
+                             f"(Slurm's jobs run the trials); leave {' and '.join(given)} out")
+    if config_file:  # refuse a bad file before asking Slurm
+        from stalwart.config.master import load_master_config
+
+        load_master_config(config_file)
+        config_file = str(pathlib.Path(config_file).resolve())
+    if foreground:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        output.info(f"Starting the master in front of Slurm in the foreground (state in {homes.home()}); Ctrl-C "
+                    f"stops it.")
+    rec = local_cluster.start_slurm(port, foreground, lambda base: slurm_up.write_config(base, config_file,
+                                                                                         slurm_user))
+    if foreground:
+        _cancel_slurm_jobs(rec.get("slurm_prefix"))
+    elif rec.get("already_running"):
+        output.console.print(f"This home's master is already running in front of Slurm: {rec['url']} (nothing to "
+                             f"do; `stalwart down` stops it)")
+    else:
+        url = rec["url"]
+        output.console.print(f"Master running at {url} in front of Slurm (web: {url}/, API docs: {url}/docs/rest-api/)"
+                             f"; its trials run as Slurm jobs, one resource pool per partition "
+                             f"(`stalwart resource-pool list`).")
+        output.console.print(f"Its config is {rec.get('config')}; state and logs are in {rec['home']}; stop with "
+                             f"`stalwart down`.")
+
+
+def _cancel_slurm_jobs(prefix: str | None) -> None:
+    """Cancel the Slurm jobs of this home's master (`up --slurm`), once it has stopped."""
+    if not prefix:
+        return
+    from stalwart.cli import slurm_up
+
+    cancelled = slurm_up.cancel_jobs(prefix)
+    if cancelled:
+        output.console.print(f"Cancelled the master's Slurm job(s) {', '.join(cancelled)}.")
+
+
 @click.command("down")
 def down() -> None:
     """Stop the local cluster that `up` started.
 
     Its agent stops first (its running trials and commands stop with it), then its master. Everything the master
-    recorded stays in $STALWART_HOME for the next `up`."""
+    recorded stays in $STALWART_HOME for the next `up`. A master started with `up --slurm` stops, then its Slurm jobs
+    are cancelled."""
+    prefix = (homes.read_local_record() or {}).get("slurm_prefix")
     if local_cluster.stop():
         output.console.print("Stopped the local cluster.")
     else:
         output.console.print("No local cluster is running.")
+    _cancel_slurm_jobs(prefix)
 
 
 @click.group("master", cls=AliasedGroup)

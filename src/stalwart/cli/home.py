@@ -23,6 +23,7 @@ class LocalRecord(TypedDict, total=False):
     slots: int | None
     pool: str
     runtime: str  # the agent's: process, docker or podman (`up --runtime`)
+    slurm_prefix: str  # `up --slurm`: no agent; `down` cancels the Slurm jobs whose names start with it
 
 
 class StartedRecord(LocalRecord, total=False):

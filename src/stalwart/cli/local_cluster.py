@@ -219,7 +219,7 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
     survivors = bool(master_pid or agent_pid)
     if survivors and config is not None:
         refuse_new_config(base, rec, config)
-    if master_pid and agent_pid and running_local():
+    if master_pid and (agent_pid or rec.get("slurm_prefix")) and running_local():  # (in front of Slurm: no agent)
         log_in_local_admin(rec["url"])
         return {**rec, "already_running": True, "same_config": config is not None}
     if survivors:
@@ -231,7 +231,7 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
     slots = slots if slots is not None else rec.get("slots")
     runtime = runtime or rec.get("runtime") or "process"
     pool = pool or rec.get("pool") or _from_config(config, lambda c: c.default_compute_pool) or "default"
-    if master_pid and not master_alive(rec["url"], timeout=5.0):
+    if master_pid and (rec.get("slurm_prefix") or not master_alive(rec["url"], timeout=5.0)):  # (no agent for it)
         raise InvalidStateError(f"this home's master (pid {master_pid}) runs but does not answer at {rec['url']}; "
                                 f"stop the cluster with `stalwart down`, then start it again")
     port = (port or rec.get("port") or _from_config(config, lambda c: c.port)
@@ -256,6 +256,30 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
     wait_for_agent(url, agent_id, agent, since)
     if foreground:
         _wait_foreground(agent, master)
+    return record
+
+
+def start_slurm(port: int | None, foreground: bool, make_config: Callable[[pathlib.Path], str]) -> homes.StartedRecord:
+    """`up --slurm`: this home's master alone (Slurm's jobs run the trials), with the master config `make_config(home)`
+    writes when it starts one. One that runs already is left as it is; one with an agent refused."""
+    _check_numbers(port, None)
+    base = homes.home()
+    rec, master_pid, agent_pid = _survivors(base)
+    if agent_pid or (master_pid and not rec.get("slurm_prefix")):
+        raise InvalidStateError(f"this home's cluster already runs with a local agent ({base}); stop it with "
+                                f"`stalwart down` first, then start it in front of Slurm with `stalwart up --slurm`")
+    if master_pid:  # this home's master in front of Slurm: `start` says it runs already, or what is wrong with it
+        return start(port=port, foreground=foreground)
+    config = make_config(base)
+    port = port or _from_config(config, lambda c: c.port) or _kept_port_if_free(base, None)
+    master, cluster_id = _run_master(base, port, config, foreground, read_text(kept_config(base)))
+    record: homes.StartedRecord = {"url": f"http://127.0.0.1:{port}", "master_pid": master.pid, "home": str(base),
+                                   "port": port, "cluster_id": cluster_id, "config": config,
+                                   "slurm_prefix": _from_config(config, lambda c: c.slurm.job_name_prefix) or ""}
+    _write_record(base, record)
+    log_in_local_admin(record["url"])
+    if foreground:
+        _wait_foreground(master)
     return record
 
 
