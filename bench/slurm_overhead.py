@@ -34,6 +34,7 @@ import pathlib
 import pstats
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +50,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the tests' Slurm cluster
 
 import slurm_server  # noqa: E402 - after the path above
 from stalwart.config.master import parse_master_config  # noqa: E402
+from stalwart.config.slurm import AGENT_MODULE  # noqa: E402
 from stalwart.context import pack_context  # noqa: E402
 from stalwart.master.experiments import experiments  # noqa: E402
 from stalwart.master.queries import engine_jobs  # noqa: E402
@@ -82,10 +84,14 @@ slurm: {{sbatch_args: [--hold]}}
 # -- 1. launch latency ------------------------------------------------------------------------------------------
 
 
-def slurm_master_config(prefix: str, poll_interval: float) -> str:
+def slurm_master_config(prefix: str, poll_interval: float, tmp: pathlib.Path) -> str:
+    """The default `agent_command` behind `env TMPDIR=tmp`: the one-shot agent keeps its work in
+    $TMPDIR/stalwart-slurm-<job id>-<rank>, and another Slurm on this host (a test run's) numbers its jobs from 1
+    too: with /tmp, a job of the same id there makes ours refuse to start ("another agent is running")."""
+    agent = ["env", f"TMPDIR={tmp}", sys.executable, "-m", AGENT_MODULE]
     return yaml.safe_dump({**ALLOW_ROOT, "resource_manager": {
         "type": "slurm", "slot_type": "cpu", "user_name": "root", "poll_interval": poll_interval,
-        "job_name_prefix": prefix}, "resource_pools": [{"pool_name": PARTITION}]})
+        "job_name_prefix": prefix, "agent_command": agent}, "resource_pools": [{"pool_name": PARTITION}]})
 
 
 def first_line_latency(c: LocalTestCluster, ctx: pathlib.Path, pool: str) -> tuple[float, float]:
@@ -122,14 +128,18 @@ def _stamp(line: str) -> float:
 
 def slurm_stages(c: LocalTestCluster, t0: float, latency: float) -> dict[str, float]:
     """Where a Slurm round's time went, from the master's log and the newest job's output (the one-shot agent's
-    log): create -> sbatch returned -> agent registered (Slurm started the job, the agent's Python started and
-    enrolled) -> trial started (the next poll saw the job RUNNING and placed the run) -> first line."""
+    log): create -> sbatch returned -> the job started (slurmd created its output file: that file's birth time) ->
+    agent registered (srun started the one-shot agent, its Python imported and it enrolled) -> trial started (a
+    poll saw the job RUNNING and placed the run; the agent took the order) -> first line."""
     submitted = [ln for ln in c.log("master.log").splitlines() if "submitted as Slurm job" in ln][-1]
-    out = max((c.home / "slurm-jobs").glob("*.out"), key=lambda f: f.stat().st_mtime).read_text().splitlines()
+    path = max((c.home / "slurm-jobs").glob("*.out"), key=lambda f: f.stat().st_mtime)
+    out = path.read_text().splitlines()
+    born = float(subprocess.run(["stat", "-c", "%.9W", str(path)], capture_output=True, text=True).stdout or 0)
     registered = next(ln for ln in out if "registered agent" in ln)
     started = next(ln for ln in out if "started allocation" in ln)
-    marks = [t0, _stamp(submitted), _stamp(registered), _stamp(started), t0 + latency]
-    names = ["create->submitted", "submitted->agent registered", "registered->trial started", "started->first line"]
+    marks = [t0, _stamp(submitted), born, _stamp(registered), _stamp(started), t0 + latency]
+    names = ["create->submitted", "submitted->job started", "job started->agent registered",
+             "registered->trial started", "started->first line"]
     return {name: b - a for name, a, b in zip(names, marks, marks[1:], strict=False)}
 
 
@@ -141,13 +151,11 @@ def measure_launch(rounds: int, root: pathlib.Path, polls: Sequence[float]) -> d
     times: dict[str, list[float]] = {}
     stages: dict[str, list[dict[str, float]]] = {}
     agent = LocalTestCluster(root / "agent", master_config=yaml.safe_dump(ALLOW_ROOT))
-    slurms = {f"slurm poll {p:g}s": LocalTestCluster(
-        root / f"slurm-{p:g}", agents=0, master_config=slurm_master_config(f"b12-{uuid.uuid4().hex[:8]}-", p))
-        for p in polls}
-    for p, c in zip(polls, slurms.values(), strict=True):  # the jobs' one-shot agents keep their work under the
-        tmp = root / f"tmp-{p:g}"  # job's TMPDIR (sbatch passes the master's on), else /tmp/stalwart-slurm-<job id>-0,
-        tmp.mkdir()  # where another Slurm on this host (a test run's) may have a job of the same id
-        c.env["TMPDIR"] = str(tmp)
+    slurms = {}
+    for p in polls:
+        (root / f"tmp-{p:g}").mkdir()
+        slurms[f"slurm poll {p:g}s"] = LocalTestCluster(root / f"slurm-{p:g}", agents=0, master_config=(
+            slurm_master_config(f"b12-{uuid.uuid4().hex[:8]}-", p, root / f"tmp-{p:g}")))
     started: list[LocalTestCluster] = []
     try:
         for name, c in [("agents", agent), *slurms.items()]:

@@ -15,7 +15,7 @@ from stalwart.context import ArchiveLimits, check_entrypoint, validate_archive
 from stalwart.master.allocations import lifecycle
 from stalwart.master.experiments import finishing, searchers, searching
 from stalwart.master.queries import experiments as experiment_rows, trials as trial_rows
-from stalwart.master.scheduling import jobs
+from stalwart.master.scheduling import jobs, managers
 from stalwart.master.service import Master, now
 from stalwart.searcher import SearchMethod
 
@@ -71,6 +71,8 @@ def create_experiment(m: Master, config_text: str, archive: bytes, *, activate: 
     new = checked or check_experiment(m, config_text, archive)
     try:  # what it asks of its container: the pool's task_container_policy (a 400 naming the key)
         require_allowed(new.config, m.settings.cluster.container_policy(new.pool))
+        with m.db.begin() as conn:  # a Slurm pool: an OS user to run its jobs as, no image without podman
+            managers.check_new_work(m, conn, new.config, new.pool, owner, project_id)
     except ConfigError:
         searchers.discard(new.search)
         raise

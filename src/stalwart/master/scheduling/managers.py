@@ -3,12 +3,13 @@ are theirs: `reconcile` (what changed on the engine's side) and `place` (hand ea
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from stalwart.api.errors import ConfigError, NotFoundError
 from stalwart.api.states import AllocationState as A
 from stalwart.master.queries.rows import Conn
-from stalwart.master.scheduling import placing
+from stalwart.master.scheduling import placing, slurm_submit
 from stalwart.master.scheduling.agent_manager import AgentManager
 from stalwart.master.scheduling.slurm_manager import SlurmManager
 from stalwart.master.service import Master
@@ -71,3 +72,14 @@ def place(m: Master, conn: Conn) -> None:
     for manager, mine in zip(managers, split(managers, gangs), strict=True):
         if any(g.state == A.PENDING.value for g in mine):
             manager.submit(mine)
+
+
+def check_new_work(m: Master, conn: Conn, config: Mapping[str, Any], pool: str, owner: str,
+                   project_id: int | None) -> None:
+    """Refuse (400) new work that its pool's manager could never run (Slurm: its owner has no OS user to run as,
+    or it names an image where jobs run processes), naming the fix."""
+    if pool_types(m).get(pool) != "slurm":
+        return
+    why = slurm_submit.refusal(conn, m.settings.cluster.slurm, dict(config), owner, project_id)
+    if why is not None:
+        raise ConfigError(f"resources.resource_pool: pool {pool!r} runs its work as Slurm jobs, and {why}")

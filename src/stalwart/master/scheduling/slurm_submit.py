@@ -70,13 +70,27 @@ def os_user(conn: Conn, cfg: SlurmConfig, owner: dict[str, Any]) -> str:
     return str(user)
 
 
-def spec_of(m: Master, cfg: SlurmConfig, gang: Gang, config: dict[str, Any]) -> JobSpec:
-    slurm = config.get("slurm") or {}
+def refusal(conn: Conn, cfg: SlurmConfig, config: dict[str, Any], owner: str, project_id: int | None) -> str | None:
+    """Why new work of `owner` with `config` could never run as Slurm jobs (None: it can): what `create` says."""
+    try:
+        os_user(conn, cfg, {"owner": owner, "project_id": project_id})
+        _check_image(cfg, config)
+    except CannotSubmit as why:
+        return str(why)
+    return None
+
+
+def _check_image(cfg: SlurmConfig, config: dict[str, Any]) -> None:
     image = (config.get("environment") or {}).get("image")
     if image and cfg.container_run_type != "podman":
         raise CannotSubmit("environment.image asks for an image, but this Slurm manager runs tasks as processes: set "
                            "`container_run_type: podman` under resource_manager (the nodes need podman), or remove "
                            "environment.image")
+
+
+def spec_of(m: Master, cfg: SlurmConfig, gang: Gang, config: dict[str, Any]) -> JobSpec:
+    slurm = config.get("slurm") or {}
+    _check_image(cfg, config)
     name = job_name(cfg, gang.allocation_id)
     return JobSpec(name=name, partition=gang.pool, slots=gang.slots, slot_type=cfg.slot_type,
                    output_path=str(output_dir(m, cfg) / f"{name}.out"), agent_command=cfg.agent_command,

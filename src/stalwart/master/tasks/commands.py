@@ -20,7 +20,7 @@ from stalwart.master.allocations import container_orders, lifecycle
 from stalwart.master.allocations.env import base_env, owner_session, run_as
 from stalwart.master.queries import allocations as allocation_rows, commands as command_rows
 from stalwart.master.queries.rows import Conn, Row
-from stalwart.master.scheduling import jobs
+from stalwart.master.scheduling import jobs, managers
 from stalwart.master.service import Master, new_id, now
 from stalwart.master.workspaces import placement
 
@@ -96,6 +96,7 @@ def create_command(m: Master, config: dict[str, Any], archive: bytes | None, own
         project = project or placement.project_for(conn, {})
         pool = placement.pool_for(conn, project, res.get("resource_pool"), pool, slots)
         require_allowed(cfg, m.settings.cluster.container_policy(pool))  # 400 naming the key and the allow-list
+        managers.check_new_work(m, conn, cfg, pool, owner, project["id"])  # a Slurm pool: an OS user to run as
         cmd_id = command_rows.insert(
             conn, description=cfg["description"][:512], owner=owner, config=cfg, archive=archive or _empty_archive(),
             state=ACTIVE, created_at=now(), project_id=project["id"])
