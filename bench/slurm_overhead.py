@@ -33,6 +33,7 @@ import os
 import pathlib
 import pstats
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -130,17 +131,20 @@ def slurm_stages(c: LocalTestCluster, t0: float, latency: float) -> dict[str, fl
     """Where a Slurm round's time went, from the master's log and the newest job's output (the one-shot agent's
     log): create -> sbatch returned -> the job started (slurmd created its output file: that file's birth time) ->
     agent registered (srun started the one-shot agent, its Python imported and it enrolled) -> trial started (a
-    poll saw the job RUNNING and placed the run; the agent took the order) -> first line."""
-    submitted = [ln for ln in c.log("master.log").splitlines() if "submitted as Slurm job" in ln][-1]
+    poll saw the job RUNNING and placed the run; the agent took the order) -> first line. `jobs`: how many jobs
+    the run took (more than 1: a job ended before its run was placed and the run was submitted again; the first
+    stage then runs to the last submission)."""
+    submitted = [ln for ln in c.log("master.log").splitlines() if "submitted as Slurm job" in ln
+                 and _stamp(ln) >= t0 - 0.002]
     path = max((c.home / "slurm-jobs").glob("*.out"), key=lambda f: f.stat().st_mtime)
     out = path.read_text().splitlines()
     born = float(subprocess.run(["stat", "-c", "%.9W", str(path)], capture_output=True, text=True).stdout or 0)
     registered = next(ln for ln in out if "registered agent" in ln)
     started = next(ln for ln in out if "started allocation" in ln)
-    marks = [t0, _stamp(submitted), born, _stamp(registered), _stamp(started), t0 + latency]
-    names = ["create->submitted", "submitted->job started", "job started->agent registered",
+    marks = [t0, _stamp(submitted[-1]), born, _stamp(registered), _stamp(started), t0 + latency]
+    names = ["create->last submitted", "submitted->job started", "job started->agent registered",
              "registered->trial started", "started->first line"]
-    return {name: b - a for name, a, b in zip(names, marks, marks[1:], strict=False)}
+    return {"jobs": len(submitted), **{name: b - a for name, a, b in zip(names, marks, marks[1:], strict=False)}}
 
 
 def measure_launch(rounds: int, root: pathlib.Path, polls: Sequence[float]) -> dict[str, Any]:
@@ -187,8 +191,11 @@ def report_launch(launch: Mapping[str, Any]) -> list[str]:
             ratios = statistics.median(v / a for v, a in zip(values, times["agents"], strict=True))
             out.append(f"  {name}: {mid:.3f} s = {mid / base:.2f}x agents (+{mid - base:.3f} s; median of per-round "
                        f"ratios {ratios:.2f}); rounds {' '.join(f'{v:.2f}' for v in values)}")
-            parts = ", ".join(f"{k} {med(stages[name], k):.3f}" for k in stages[name][0])
+            parts = ", ".join(f"{k} {med(stages[name], k):.3f}" for k in stages[name][0] if k != "jobs")
+            again = [i + 1 for i, st in enumerate(stages[name]) if st["jobs"] > 1]
             out.append(f"    stages, medians (s): {parts}")
+            out.append(f"    rounds whose run took a second job (its first ended before a poll placed the run): "
+                       f"{len(again)} of {len(values)}{f' (rounds {again})' if again else ''}")
     out.append(f"  agents rounds {' '.join(f'{v:.2f}' for v in times['agents'])}")
     return out
 
@@ -262,19 +269,23 @@ class PollWorld:
         self.last_squeue = out
         return {"wall": wall, "cpu": cpu, "squeue_wall": sq_wall, "squeue_cpu": sq_cpu, "own_wall": wall - sq_wall}
 
-    def parts(self) -> dict[str, float]:
-        """The master's own work, piece by piece: the rows' query, parsing squeue's output."""
-        with self.master.db.begin() as conn:
-            w0 = time.perf_counter()
-            engine_jobs.with_jobs(conn)
-            w1 = time.perf_counter()
-            jobs = [j for j in parse_squeue(self.last_squeue) if j.name.startswith(self.prefix)]
-            w2 = time.perf_counter()
-            engine_jobs.remove_ended_one_shot_agents(conn)
-            w3 = time.perf_counter()
-        assert len(jobs) == self.n, (len(jobs), self.n)
-        return {"rows_query": w1 - w0, "parse_squeue": w2 - w1, "agents_cleanup": w3 - w2,
-                "squeue_lines": float(len(self.last_squeue.splitlines()))}
+    def parts(self, reps: int = 11) -> dict[str, float]:
+        """The master's own work, piece by piece (medians of `reps`): the rows' query, parsing squeue's output,
+        the one-shot agents' clean-up query."""
+        samples = []
+        for _ in range(reps):
+            with self.master.db.begin() as conn:
+                w0 = time.perf_counter()
+                engine_jobs.with_jobs(conn)
+                w1 = time.perf_counter()
+                jobs = [j for j in parse_squeue(self.last_squeue) if j.name.startswith(self.prefix)]
+                w2 = time.perf_counter()
+                engine_jobs.remove_ended_one_shot_agents(conn)
+                w3 = time.perf_counter()
+            if len(jobs) != self.n:
+                raise RuntimeError(f"squeue listed {len(jobs)} of this master's {self.n} jobs")
+            samples.append({"rows_query": w1 - w0, "parse_squeue": w2 - w1, "agents_cleanup": w3 - w2})
+        return {**{k: med(samples, k) for k in samples[0]}, "squeue_lines": float(len(self.last_squeue.splitlines()))}
 
     def profile(self) -> str:
         prof = cProfile.Profile()
@@ -371,6 +382,7 @@ def main() -> int:
             raw["poll"] = measure_poll(args.rounds, root, args.jobs)
     finally:
         slurm_server.stop_all(run_dir)
+    shutil.rmtree(root, ignore_errors=True)  # kept when the run failed: its masters' and jobs' logs
     if args.json:
         args.json.write_text(json.dumps(raw, indent=1, default=str))
     print()

@@ -1,6 +1,6 @@
 """A master in front of this run's real Slurm (tests/slurm_server.py), for the Slurm end-to-end tests:
-`slurm_master` (partition `batch` held for the test alone, no agent of the master's own) and what they read of
-Slurm's queue."""
+`slurm_master` (a partition, `batch` unless named, held for the test alone, no agent of the master's own) and
+what they read of Slurm's queue."""
 
 from __future__ import annotations
 
@@ -16,29 +16,28 @@ from stalwart.testing import LocalTestCluster
 PARTITION = "batch"
 
 
-def slurm_master_config(prefix: str, **rm: object) -> str:
+def slurm_master_config(prefix: str, partition: str = PARTITION, **rm: object) -> str:
     return yaml.safe_dump({
         "resource_manager": {"type": "slurm", "slot_type": "cpu", "user_name": "root", "poll_interval": 0.5,
                              "job_name_prefix": prefix, **rm},
-        "resource_pools": [{"pool_name": PARTITION}],
+        "resource_pools": [{"pool_name": partition}],
     })
 
 
 @contextmanager
-def slurm_master(slurm_cluster, tmp_path, monkeypatch) -> Iterator[LocalTestCluster]:
-    """A master in front of the test Slurm's `batch` partition (held for this test alone), no agents."""
+def slurm_master(slurm_cluster, tmp_path, monkeypatch, partition: str = PARTITION) -> Iterator[LocalTestCluster]:
+    """A master in front of one partition of the test Slurm (held for this test alone), no agents."""
     monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf_path))
     prefix = f"e2e-{uuid.uuid4().hex[:8]}-"
-    with slurm_cluster.exclusive(PARTITION), LocalTestCluster(
-            tmp_path / "home", agents=0, master_config=slurm_master_config(prefix)) as c:
-        c.slurm = slurm_cluster
-        c.prefix = prefix
+    with slurm_cluster.exclusive(partition), LocalTestCluster(
+            tmp_path / "home", agents=0, master_config=slurm_master_config(prefix, partition)) as c:
+        c.slurm, c.prefix, c.partition = slurm_cluster, prefix, partition
         yield c
 
 
 def our_jobs(c) -> list[dict[str, str]]:
     """This master's jobs in Slurm's queue (every state squeue shows)."""
-    return [j for j in c.slurm.squeue(PARTITION) if j["name"].startswith(c.prefix)]
+    return [j for j in c.slurm.squeue(c.partition) if j["name"].startswith(c.prefix)]
 
 
 def running_job(c) -> dict[str, str]:

@@ -1,5 +1,5 @@
 """Slurm's queue and a master restart (issue 30, acceptance 2's search and acceptance 3), on this run's real Slurm
-(tests/slurm_server.py, partition `batch`, 4 CPUs on two nodes) with no agent of the master's own:
+(tests/slurm_server.py, partition `queue`, 4 CPUs on two nodes) with no agent of the master's own:
 
 - an ASHA search of 8 one-slot trials goes through Slurm's queue with `max_concurrent_trials: 2` respected: never
   more than two training runs at once, one job per run, every trial ending;
@@ -13,16 +13,17 @@ import time
 
 import pytest
 import yaml
-from slurm_trials import PARTITION, failure_details, our_jobs, running_job, slurm_master
+from slurm_trials import failure_details, our_jobs, running_job, slurm_master
 
 from integration.helpers import DIGITS, create, digits_config, experiment, first_trial, live_run, logs, wait_state
 
 pytestmark = pytest.mark.integration
+PARTITION = "queue"  # its own: these run beside tests/e2e/test_slurm_trials.py's (partition batch)
 
 
 @pytest.fixture
 def c(slurm_cluster, tmp_path, monkeypatch):
-    with slurm_master(slurm_cluster, tmp_path, monkeypatch) as cluster:
+    with slurm_master(slurm_cluster, tmp_path, monkeypatch, PARTITION) as cluster:
         yield cluster
 
 ASHA = {"name": "adaptive_asha", "metric": "validation_accuracy", "smaller_is_better": False, "max_trials": 8,

@@ -6,6 +6,7 @@ The job runs a stand-in for the one-shot agent that writes what it was given (it
 the test then enrolls as the job's agents over HTTP with that credential:
 - it reaches the job through sbatch's environment, never its script; the master's environment (where its cluster
   token may be) does not reach the job;
+- an agent that comes before the master's poll has placed its job is asked to enroll again in a moment;
 - it enrolls only the agent ids of its own allocation, each once, and is spent when all have;
 - an agent of its own cannot join a pool Slurm runs, with the cluster token or without."""
 
@@ -96,14 +97,18 @@ def _env(path: pathlib.Path) -> dict[str, str]:
 def test_a_jobs_join_credential_is_single_use_for_its_own_agents_and_only_in_its_environment(world, tmp_path):
     m, http, out, slurm = world
     _create(http, tmp_path)
-    allocation_id, job_id, agent_ids = _placed(m)
-    assert agent_ids == [f"slurm-{job_id}-0", f"slurm-{job_id}-1"]
+    scheduling.tick(m)  # submitted; the job starts before the next pass has seen it
     for rank in (0, 1):
         deadline = time.monotonic() + 20
         while not (out / f"env-{rank}").exists() and time.monotonic() < deadline:
             time.sleep(0.1)
     envs = [_env(out / f"env-{rank}") for rank in (0, 1)]
     token = envs[0]["STALWART_JOIN_TOKEN"]
+    early = http.post("/api/v1/agents", json={"agent_id": "slurm-1-0", "slots": 1, "resource_pool": "rmconf_a"},
+                      headers=bearer(token))
+    assert early.status_code == 409 and "enroll again in a moment" in early.json()["error"]["message"], early.text
+    allocation_id, job_id, agent_ids = _placed(m)
+    assert agent_ids == [f"slurm-{job_id}-0", f"slurm-{job_id}-1"]
     assert token and envs[1]["STALWART_JOIN_TOKEN"] == token
     for env in envs:
         assert "STALWART_CLUSTER_TOKEN" not in env and m.cluster_token not in "".join(env.values())

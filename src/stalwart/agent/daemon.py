@@ -29,6 +29,8 @@ log = logging.getLogger("stalwart.agent")
 
 
 class Agent:
+    busy_retry_s = 5.0  # the wait before registering again when the master says "not now" (a conflict, a 5xx)
+
     def __init__(self, master_url: str, cluster_token: str | None, work_root: pathlib.Path, *,
                  agent_id: str | None = None,
                  slots: int = 1, slot_type: str = "cpu", resource_pool: str = "default",
@@ -83,8 +85,8 @@ class Agent:
                 if err.http_status < 500 and not isinstance(err, InvalidStateError):
                     raise  # refused for good (a bad token, an unknown pool): the agent cannot run
                 # a server error (its database restarts), or another live agent holds this id: wait
-                log.error("%s; retrying in 5 s", err)
-                self._stop.wait(5.0)
+                log.error("%s; retrying in %.1f s", err, self.busy_retry_s)
+                self._stop.wait(self.busy_retry_s)
                 continue
             if reply.credential:
                 self._keep_credential(reply.cluster_id, reply.credential)

@@ -29,6 +29,8 @@ log = logging.getLogger("stalwart.agent")
 class OneShotAgent(Agent):
     """An agent that runs one allocation and is done when the master knows how it ended."""
 
+    busy_retry_s = 0.5  # its job may start before the master's poll has placed it: enrolling is retried soon
+
     def run_forever(self) -> None:
         threading.Thread(target=self._stop_when_reported, daemon=True, name="one-shot").start()
         super().run_forever()
@@ -89,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     nodes = int(os.environ.get("SLURM_JOB_NUM_NODES") or 1)
     slots = node_slots(args.slots, args.slots_per_node, nodes)[min(rank, nodes - 1)]
     agent_id = f"slurm-{job_id}-{rank}"
-    work_root = pathlib.Path(os.environ.get("TMPDIR") or "/tmp") / f"stalwart-{agent_id}"
+    # the allocation's id, not the job's: two Slurm clusters on one host number their jobs alike
+    work_root = pathlib.Path(os.environ.get("TMPDIR") or "/tmp") / f"stalwart-{args.allocation}-{rank}"
     agent = OneShotAgent(args.master, token, work_root, agent_id=agent_id, slots=slots,
                          slot_type="cpu" if args.slot_type == "cpu" else args.slot_type,
                          resource_pool=args.resource_pool, runtime=args.runtime)

@@ -130,6 +130,12 @@ class Master:
         """The token a trial process of `allocation_id` authenticates with."""
         return tokens.allocation_token(self.secret, allocation_id)
 
+    def poll_engines_now(self) -> None:
+        """The resource managers poll their engines on the next scheduling pass, which starts now (their waits
+        between polls, `engine_state`, are forgotten)."""
+        self.engine_state.clear()
+        self.wake_scheduler()
+
     def wake_scheduler(self) -> None:
         """Run a scheduling pass now rather than at the next interval."""
         self.signals.notify("scheduler")

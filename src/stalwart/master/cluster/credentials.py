@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from fastapi import Request
 
-from stalwart.api.errors import AuthError, ForbiddenError, NotFoundError
+from stalwart.api.errors import AuthError, ForbiddenError, InvalidStateError, NotFoundError
 from stalwart.api.models.agents import AgentCredential
 from stalwart.master.identity import tokens
 from stalwart.master.log_rows import Row as LogRow
@@ -211,9 +211,13 @@ def _admit_joining(m: Master, conn: Conn, agent_id: str, caller: JoinCaller, inc
     """A job's one-shot agent enrolls one of its allocation's agent ids, once; when the last has, the join
     credential is spent."""
     mine = {a["id"] for a in engine_jobs.one_shot_agents(conn, caller.allocation_id)}
+    if not mine:  # the job runs (its agent is here) before the master's poll has seen it: place it now, then retry
+        m.poll_engines_now()
+        raise InvalidStateError(f"allocation {caller.allocation_id}'s job is not placed on its nodes yet; the "
+                                "master places it on its next poll of the engine: enroll again in a moment")
     if agent_id not in mine:
         raise ForbiddenError(f"this job's join credential enrolls only the agents of allocation "
-                             f"{caller.allocation_id} ({', '.join(sorted(mine)) or 'none placed yet'}), not {agent_id}")
+                             f"{caller.allocation_id} ({', '.join(sorted(mine))}), not {agent_id}")
     if q.of_agent(conn, agent_id) is not None:
         raise ForbiddenError(f"agent {agent_id} has already enrolled with this job's join credential, which is "
                              "single-use; the agent registers with its own credential")

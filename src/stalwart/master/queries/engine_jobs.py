@@ -28,6 +28,14 @@ def forget_job(conn: Conn, allocation_id: str) -> None:
                  .values(engine_job_id=None, join_token_hash=None, engine_started_at=None))
 
 
+def set_pending_reasons(conn: Conn, reasons: dict[str, str]) -> None:
+    """Allocation id -> why it waits (the engine's words), all in one statement."""
+    if reasons:
+        conn.execute(t.allocations.update().where(_ALLOC.id == sa.bindparam("aid"))
+                     .values(pending_reason=sa.bindparam("reason")),
+                     [{"aid": aid, "reason": reason} for aid, reason in reasons.items()])
+
+
 def set_started(conn: Conn, allocation_id: str, at: float) -> None:
     conn.execute(t.allocations.update().where(_ALLOC.id == allocation_id).values(engine_started_at=at))
 

@@ -23,7 +23,7 @@ from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.scheduling import placing, slurm_submit
 from stalwart.master.service import Master, now
 from stalwart.rm import Gang, PoolCapacity, QueueEntry, ResourceManager, RunStatus
-from stalwart.rm.slurm import SlurmCli, SlurmJob
+from stalwart.rm.slurm import SlurmCli, SlurmError, SlurmJob
 from stalwart.rm.slurm.batch import node_slots
 
 log = logging.getLogger(__name__)
@@ -46,13 +46,16 @@ class SlurmManager(ResourceManager):
         self.m, self.conn, self._pools = m, conn, tuple(pools)
         self.cfg = m.settings.cluster.slurm
         self.cli = SlurmCli()
+        self._reasons: dict[str, str] = {}  # a poll's changed pending reasons, written at its end
 
     def pools(self) -> tuple[str, ...]:
         return self._pools
 
     # -- the pass ---------------------------------------------------------------------------------------------------
     def submit(self, gangs: Sequence[Gang]) -> None:
-        for g in gangs:
+        """Each PENDING gang without a job becomes one, in queue order (Slurm queues them in the order it gets
+        them)."""
+        for g in sorted(gangs, key=lambda g: (g.priority, g.queue_position, g.submitted_at, g.allocation_id)):
             if g.state != A.PENDING.value or g.kill_requested:
                 continue
             if allocation_rows.get(self.conn, g.allocation_id)["engine_job_id"] is None:
@@ -64,9 +67,14 @@ class SlurmManager(ResourceManager):
         if at - self.m.engine_state.get(_LAST_POLL, 0.0) < self.cfg.poll_interval:
             return
         rows = engine_jobs.with_jobs(self.conn)
-        jobs = {j.name: j for j in self.cli.jobs(self.cfg.job_name_prefix)}
         self.m.engine_state[_LAST_POLL] = at
+        try:
+            jobs = {j.name: j for j in self.cli.jobs(self.cfg.job_name_prefix, self._pools)}
+        except SlurmError as err:  # Slurm is away: nothing is decided on no news; the next poll tries again
+            log.warning("could not read Slurm's queue: %s", err)
+            return
         cancel: list[str] = []
+        self._reasons = {}
         for row in rows:
             job = jobs.pop(slurm_submit.job_name(self.cfg, row["id"]), None)
             if job is not None and job.job_id != row["engine_job_id"]:
@@ -74,11 +82,23 @@ class SlurmManager(ResourceManager):
                 job = None
             if self._follow(row, job):
                 cancel.append(row["engine_job_id"])
-        cancel += [j.job_id for j in jobs.values() if j.state not in ("COMPLETING",)]  # their runs have ended
+        engine_jobs.set_pending_reasons(self.conn, self._reasons)  # one statement, however many changed
+        cancel += self._ended_runs_jobs(list(jobs.values()))
         if cancel:
             log.info("cancelling Slurm job(s) %s: their runs have ended or were requeued", ", ".join(cancel))
-            self.cli.cancel(cancel)
+            try:
+                self.cli.cancel(cancel)
+            except SlurmError as err:  # still in the queue at the next poll: cancelled then
+                log.warning("could not cancel Slurm job(s) %s: %s", ", ".join(cancel), err)
         engine_jobs.remove_ended_one_shot_agents(self.conn)
+
+    def _ended_runs_jobs(self, jobs: list[SlurmJob]) -> list[str]:
+        """The jobs left whose runs have ended here. A job named like ours that this master never submitted is
+        another master's (sharing `job_name_prefix`) and is left alone."""
+        prefix = len(self.cfg.job_name_prefix)
+        by_allocation = {j.name[prefix:]: j for j in jobs if j.state != "COMPLETING"}
+        ours = engine_jobs.with_jobs(self.conn, list(by_allocation))
+        return [by_allocation[r["id"]].job_id for r in ours if by_allocation[r["id"]].job_id == r["engine_job_id"]]
 
     def _follow(self, row: Row, job: SlurmJob | None) -> bool:
         """Bring one live allocation in line with its job; True when the job must be cancelled."""
@@ -93,7 +113,7 @@ class SlurmManager(ResourceManager):
             if state == A.PENDING.value:
                 reason = f"Slurm job {job.job_id}: {job.reason or 'waiting for the scheduler'}"
                 if row["pending_reason"] != reason:
-                    allocation_rows.set_pending_reason(self.conn, row["id"], reason)
+                    self._reasons[row["id"]] = reason
                 return False
             self._lose(row, f"Slurm requeued job {job.job_id} ({job.reason or 'preempted or its node failed'}); "
                             "the trial resumes from its latest checkpoint")

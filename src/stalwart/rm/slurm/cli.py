@@ -232,9 +232,11 @@ class SlurmCli:
             raise SlurmError(f"`sbatch` printed no job id: {out[-500:]!r}; {HINT}")
         return job_id
 
-    def jobs(self, name_prefix: str) -> list[SlurmJob]:
-        """The live jobs (pending, running, completing, ...) of every user whose name starts with `name_prefix`."""
-        out = self._run(["squeue", "-h", "-a", "-o", squeue_format()]).stdout
+    def jobs(self, name_prefix: str, partitions: Sequence[str] = ()) -> list[SlurmJob]:
+        """The live jobs (pending, running, completing, ...) of every user whose name starts with `name_prefix`, in
+        `partitions` (all: empty): squeue lists them, this filters by name."""
+        where = [f"--partition={','.join(partitions)}"] if partitions else []
+        out = self._run(["squeue", "-h", "-a", *where, "-o", squeue_format()]).stdout
         return [job for job in parse_squeue(out) if job.name.startswith(name_prefix)]
 
     def job(self, job_id: str) -> SlurmJob | None:
