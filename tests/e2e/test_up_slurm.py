@@ -135,6 +135,13 @@ def running(pid: int) -> bool:
         return False
 
 
+def failure_details(rec: dict) -> str:
+    """The jobs' own output and the master's log's tail, for a failure's message."""
+    home = pathlib.Path(rec["home"])
+    outs = "".join(f"--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted(home.parent.glob("jobs/*.out")))
+    return f"\n{outs}\n--- master.log\n{(home / 'logs' / 'master.log').read_text()[-4000:]}"
+
+
 def _check_pools(env: dict) -> None:
     """One pool per partition: the master knows each (and names them all for one it does not know)."""
     for pool in ("batch", "rmconf_a", "rmconf_b"):
@@ -156,7 +163,7 @@ def _experiment_file(env: dict) -> pathlib.Path:
 
 def _run_digits_as_admin(env: dict, rec: dict) -> None:
     created = cli(env, "experiment", "create", str(_experiment_file(env)), str(DIGITS), "--follow", timeout=300)
-    assert created.returncode == 0, created.stdout[-3000:] + created.stderr[-3000:]
+    assert created.returncode == 0, created.stdout[-3000:] + created.stderr[-3000:] + failure_details(rec)
     admin = Client(rec["url"])
     admin.login("admin", "")
     exps = admin.get("/experiments")["experiments"]
@@ -180,7 +187,4 @@ def _run_as_linked_user(env: dict, rec: dict, slurm_cluster, os_user: OsUser) ->
     assert [j["user"] for j in ours] == [os_user.name], ours
     wait_for("the linked user's experiment to end",
              lambda: state_of(lin, created.id) in ("COMPLETED", "ERROR", "CANCELED"), timeout=240)
-    if state_of(lin, created.id) != "COMPLETED":
-        log = (pathlib.Path(env["STALWART_HOME"]) / "logs" / "master.log").read_text()[-3000:]
-        outs = "".join(p.read_text()[-2000:] for p in pathlib.Path(rec["home"]).parent.glob("jobs/*.out"))
-        pytest.fail(f"the linked user's experiment ended {state_of(lin, created.id)}:\n{outs}\n{log}")
+    assert state_of(lin, created.id) == "COMPLETED", failure_details(rec)

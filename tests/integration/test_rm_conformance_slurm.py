@@ -21,7 +21,7 @@ from stalwart.master.allocations import containers, lifecycle
 from stalwart.master.cluster import agents
 from stalwart.master.queries import agents as agent_rows, engine_jobs
 from stalwart.master.scheduling import scheduling
-from stalwart.testing.rm_conformance import CHECKS, NotApplicable, World, master_config
+from stalwart.testing.rm_conformance import CHECKS, World, master_config, run_check
 
 _pids = itertools.count(100)
 POOLS = ("rmconf_a", "rmconf_b")
@@ -113,10 +113,6 @@ class SlurmWorld(World):
 def test_slurm_manager_conforms(check, tmp_path, slurm_cluster, monkeypatch):
     monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf_path))
     with slurm_cluster.exclusive(*POOLS):
-        world = SlurmWorld(tmp_path, slurm_cluster)
-        try:
-            CHECKS[check](world)
-        except NotApplicable as why:
-            pytest.skip(str(why))
-        finally:
-            world.close()
+        why = run_check(SlurmWorld(tmp_path, slurm_cluster), check)
+    if why is not None:
+        pytest.skip(why)

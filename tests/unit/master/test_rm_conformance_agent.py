@@ -17,7 +17,7 @@ from stalwart.master.queries import agents as agent_rows
 from stalwart.master.scheduling import managers
 from stalwart.master.scheduling.agent_manager import AgentManager
 from stalwart.rm import Gang
-from stalwart.testing.rm_conformance import CHECKS, NotApplicable, World, master_config
+from stalwart.testing.rm_conformance import CHECKS, World, master_config, run_check
 
 _pids = itertools.count(100)
 
@@ -60,13 +60,8 @@ class AgentWorld(World):
 
 @pytest.mark.parametrize("check", sorted(CHECKS))
 def test_agent_manager_conforms(check, tmp_path):
-    world = AgentWorld(tmp_path)
-    try:
-        CHECKS[check](world)
-    except NotApplicable as why:
-        pytest.skip(str(why))
-    finally:
-        world.close()
+    if (why := run_check(AgentWorld(tmp_path), check)) is not None:
+        pytest.skip(why)
 
 
 def test_every_pool_is_served_by_the_configured_agent_manager(tmp_path):

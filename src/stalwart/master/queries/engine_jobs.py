@@ -22,10 +22,13 @@ def set_submitted(conn: Conn, allocation_id: str, job_id: str, join_token_hash: 
                  .values(engine_job_id=job_id, join_token_hash=join_token_hash, engine_started_at=None))
 
 
-def forget_job(conn: Conn, allocation_id: str) -> None:
-    """A PENDING allocation's job is gone without running it: it is submitted again."""
-    conn.execute(t.allocations.update().where(_ALLOC.id == allocation_id)
-                 .values(engine_job_id=None, join_token_hash=None, engine_started_at=None))
+def submitted(conn: Conn, allocation_ids: Iterable[str]) -> set[str]:
+    """Those of `allocation_ids` that have a job."""
+    ids = list(allocation_ids)
+    if not ids:
+        return set()
+    return set(conn.execute(sa.select(_ALLOC.id).where(_ALLOC.id.in_(ids), _ALLOC.engine_job_id.is_not(None)))
+               .scalars())
 
 
 def set_pending_reasons(conn: Conn, reasons: dict[str, str]) -> None:

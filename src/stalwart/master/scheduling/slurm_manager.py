@@ -55,10 +55,10 @@ class SlurmManager(ResourceManager):
     def submit(self, gangs: Sequence[Gang]) -> None:
         """Each PENDING gang without a job becomes one, in queue order (Slurm queues them in the order it gets
         them)."""
-        for g in sorted(gangs, key=lambda g: (g.priority, g.queue_position, g.submitted_at, g.allocation_id)):
-            if g.state != A.PENDING.value or g.kill_requested:
-                continue
-            if allocation_rows.get(self.conn, g.allocation_id)["engine_job_id"] is None:
+        waiting = [g for g in gangs if g.state == A.PENDING.value and not g.kill_requested]
+        submitted = engine_jobs.submitted(self.conn, [g.allocation_id for g in waiting])  # one query a pass
+        for g in sorted(waiting, key=lambda g: (g.priority, g.queue_position, g.submitted_at, g.allocation_id)):
+            if g.allocation_id not in submitted:
                 slurm_submit.submit(self.m, self.conn, self.cli, self.cfg, g)
 
     def reconcile(self) -> None:
@@ -162,7 +162,7 @@ class SlurmManager(ResourceManager):
         lifecycle.allocation_exited(self.m, self.conn, row["id"], None, ExitReason.AGENT_LOST)
 
     def _failed_before_joining(self, row: Row, what: str) -> None:
-        out = slurm_submit.output_dir(self.m, self.cfg) / f"{slurm_submit.job_name(self.cfg, row['id'])}.out"
+        out = slurm_submit.output_dir(self.cfg) / f"{slurm_submit.job_name(self.cfg, row['id'])}.out"
         tail = _tail(out)
         why = f"Slurm job {row['engine_job_id']} {what}" + (f"; its output ({out}) ends with:\n{tail}" if tail else "")
         slurm_submit.fail(self.m, self.conn, row["id"], why, ExitReason.EXITED)

@@ -9,6 +9,7 @@ import getpass
 import logging
 import os
 import pathlib
+import tempfile
 from typing import Any
 
 from stalwart.api.states import ExitReason
@@ -24,6 +25,7 @@ from stalwart.rm.slurm import SlurmCli, SlurmError
 from stalwart.rm.slurm.batch import JOIN_TOKEN_ENV, JobSpec, batch_script, sbatch_args
 
 log = logging.getLogger(__name__)
+DEFAULT_OUTPUT_DIR = pathlib.Path(tempfile.gettempdir()) / "stalwart-slurm-jobs"
 TRANSIENT = ("Unable to contact", "Socket timed out", "timed out", "Zero Bytes were transmitted")
 
 
@@ -35,9 +37,10 @@ def job_name(cfg: SlurmConfig, allocation_id: str) -> str:
     return f"{cfg.job_name_prefix}{allocation_id}"
 
 
-def output_dir(m: Master, cfg: SlurmConfig) -> pathlib.Path:
-    """Where jobs write their output (the one-shot agents' own log): writable by every job's user."""
-    out = pathlib.Path(cfg.job_output_dir) if cfg.job_output_dir else m.settings.home / "slurm-jobs"
+def output_dir(cfg: SlurmConfig) -> pathlib.Path:
+    """Where jobs write their output (the one-shot agents' own log): writable by every job's user. The default is
+    under /tmp, not the master's home, which no other OS user may enter."""
+    out = pathlib.Path(cfg.job_output_dir) if cfg.job_output_dir else DEFAULT_OUTPUT_DIR
     if not out.is_dir():
         out.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:
@@ -93,7 +96,7 @@ def spec_of(m: Master, cfg: SlurmConfig, gang: Gang, config: dict[str, Any]) -> 
     _check_image(cfg, config)
     name = job_name(cfg, gang.allocation_id)
     return JobSpec(name=name, partition=gang.pool, slots=gang.slots, slot_type=cfg.slot_type,
-                   output_path=str(output_dir(m, cfg) / f"{name}.out"), agent_command=cfg.agent_command,
+                   output_path=str(output_dir(cfg) / f"{name}.out"), agent_command=cfg.agent_command,
                    master_url=master_url(m, cfg), allocation_id=gang.allocation_id, resource_pool=gang.pool,
                    slots_per_node=slurm.get("slots_per_node"), gres_supported=cfg.gres_supported,
                    gpu_type=slurm.get("gpu_type"), sbatch_args=tuple(slurm.get("sbatch_args") or ()),
