@@ -40,8 +40,9 @@ RUN = RunDirectory("STALWART_TEST_SLURM", "stalwart-sl-", "slurm_server", "the S
 PARTITIONS: dict[str, dict[str, int]] = {  # partition -> node -> CPUs; the tests name these
     "rmconf_a": {"ca1": 1, "ca2": 1, "ca3": 2},  # the conformance suite's and join credentials' (rmconf_*)
     "rmconf_b": {"cb1": 4},
-    "batch": {"b1": 2, "b2": 2},  # trials (tests/e2e/test_slurm_trials.py, test_up_slurm.py)
+    "batch": {"b1": 2, "b2": 2},  # trials (tests/e2e/test_slurm_trials.py)
     "queue": {"q1": 2, "q2": 2},  # a search and a master restart (tests/e2e/test_slurm_queue_and_restart.py)
+    "upslurm": {"u1": 2},  # `stalwart up --slurm` (tests/e2e/test_up_slurm.py)
 }
 DEFAULT_PARTITION = "batch"
 NEEDS = {"slurmctld": "slurm-wlm", "slurmd": "slurm-wlm", "sbatch": "slurm-wlm", "munged": "munge"}

@@ -1,7 +1,7 @@
 """`stalwart up --slurm` end to end (issue 30): the CLI, as a subprocess, puts a master in front of this run's real
 Slurm (tests/slurm_server.py), with no agent of its own.
 
-One pool per partition (batch, rmconf_a, rmconf_b); a second `up --slurm` says it runs already; the digits example
+One pool per partition; a second `up --slurm` says it runs already; the digits example
 completes as a Slurm job of `--slurm-user root` (the admin has no linked OS user); an experiment of a Stalwart user
 linked to a fresh OS user (useradd) runs as a Slurm job of that OS user (squeue's %u) and completes; `down` stops
 the master and leaves no Slurm job of it. Before all that, with Slurm's tools out of reach, `up --slurm` fails
@@ -30,6 +30,7 @@ import yaml
 
 from integration.helpers import DIGITS, digits_config
 from integration.test_tasks_as_os_users import OsUser, _task_python, _useradd
+from slurm_server import DEFAULT_PARTITION, PARTITIONS
 from stalwart.client import Client
 from stalwart.context import pack_context
 from stalwart.testing import free_port
@@ -39,7 +40,7 @@ pytestmark = [
     pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
                        reason="the linked-user run needs root: it creates an OS user with useradd"),
 ]
-PARTITION = "batch"
+PARTITION = "upslurm"  # its own: the other Slurm tests run beside it
 
 
 def cli(env: dict, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -144,13 +145,14 @@ def failure_details(rec: dict) -> str:
 
 def _check_pools(env: dict) -> None:
     """One pool per partition: the master knows each (and names them all for one it does not know)."""
-    for pool in ("batch", "rmconf_a", "rmconf_b"):
+    partitions = [DEFAULT_PARTITION, *(p for p in PARTITIONS if p != DEFAULT_PARTITION)]  # as sinfo lists them
+    for pool in partitions:
         listed = cli(env, "resource-pool", "list-bindings", pool)
         assert listed.returncode == 0, listed.stdout + listed.stderr
     unknown = cli(env, "resource-pool", "list-bindings", "default")
-    assert unknown.returncode != 0 and "the pools are batch, rmconf_a, rmconf_b" in unknown.stderr, unknown.stderr
+    assert unknown.returncode != 0 and f"the pools are {', '.join(partitions)}" in unknown.stderr, unknown.stderr
     written = yaml.safe_load((pathlib.Path(env["STALWART_HOME"]) / "master-slurm.yaml").read_text())
-    assert written["resource_manager"]["default_compute_resource_pool"] == "batch"
+    assert written["resource_manager"]["default_compute_resource_pool"] == DEFAULT_PARTITION
     assert written["resource_manager"]["slot_type"] == "cpu"
 
 

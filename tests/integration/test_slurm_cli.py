@@ -108,10 +108,10 @@ def test_submit_as_another_user(batch):
 
 def test_nodes_and_partitions(slurm_cluster):
     cli = SlurmCli(slurm_cluster.env)
-    assert cli.partitions() == ["batch", "rmconf_a", "rmconf_b", "queue"]
+    assert cli.partitions() == ["batch", "rmconf_a", "rmconf_b", "queue", "upslurm"]
     nodes = {n.name: n for n in cli.nodes()}
     assert {name: n.cpus for name, n in nodes.items()} == {"ca1": 1, "ca2": 1, "ca3": 2, "cb1": 4, "b1": 2, "b2": 2,
-                                                          "q1": 2, "q2": 2}
+                                                          "q1": 2, "q2": 2, "u1": 2}
     assert nodes["cb1"].partitions == ("rmconf_b",)
     assert cli.job("999999999") is None
 

@@ -130,13 +130,15 @@ def test_a_jobs_join_credential_is_single_use_for_its_own_agents_and_only_in_its
     assert second.status_code == 200 and second.json()["credential"] != first.json()["credential"]
     spent = enroll(agent_ids[1])
     assert spent.status_code == 403, spent.text  # every agent joined: the join credential is no longer known
-    own = http.post("/api/v1/agents", json={"agent_id": agent_ids[0], "slots": 1, "resource_pool": "rmconf_a"},
+    own = http.post("/api/v1/agents", json={"agent_id": agent_ids[0], "slots": 8, "resource_pool": "rmconf_b"},
                     headers=bearer(first.json()["credential"]))
     assert own.status_code == 200, own.text  # the agent re-registers (a master restart) with its own credential
     with m.db.begin() as conn:
         stored = conn.execute(sa.select(t.allocations.c.join_token_hash)
                               .where(t.allocations.c.id == allocation_id)).scalar_one()
+        row = conn.execute(sa.select(t.agents).where(t.agents.c.id == agent_ids[0])).mappings().one()
     assert stored is None
+    assert (row["resource_pool"], row["slots"]) == ("rmconf_a", 1)  # a job's agent cannot move or grow itself
 
 
 def test_an_agent_of_its_own_cannot_join_a_pool_slurm_runs(world):

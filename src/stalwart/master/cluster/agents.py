@@ -52,6 +52,8 @@ def register(m: Master, body: Mapping[str, Any], peer: str | None = None, *,
         exists = agent_rows.find(conn, agent_id)
         if exists:
             _check_takeover(m, exists, incarnation, body.get("replaces"))
+            if exists["allocation_id"] is not None:  # a job's one-shot agent: its pool and slots are the master's
+                values.update(resource_pool=exists["resource_pool"], slots=exists["slots"])
             agent_rows.update(conn, agent_id, values)
         else:
             agent_rows.insert(conn, agent_id, {"enabled": True, "registered_at": now(), **values})
