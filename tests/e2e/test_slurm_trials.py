@@ -5,7 +5,8 @@ allocation is a Slurm job whose one-shot agent (`stalwart.agent.slurm_job`) runs
 - the digits example completes as a job seen RUNNING in `squeue`; a pause checkpoints and ends the job, an
   activate submits a new one that resumes from the checkpoint;
 - `scontrol requeue` of a running trial's job: the trial resumes from its checkpoint and is not failed;
-- a 2-slot distributed trial (gloo DDP, 2 workers on one node) completes as one job."""
+- a 2-slot distributed trial (gloo DDP, 2 workers on one node) completes as one job;
+- so does one of two nodes (`slurm.slots_per_node: 1`), one one-shot agent on each, meeting at its rendezvous."""
 
 from __future__ import annotations
 
@@ -90,3 +91,22 @@ def test_a_two_slot_distributed_trial_completes_as_one_slurm_job(c):
     ranks = {line.get("rank_id") for line in logs(c, trial_id) if line.get("rank_id") is not None}
     assert ranks >= {0, 1}, ranks
     assert job["nodelist"] in ("b1", "b2")
+
+
+def test_a_two_node_gang_runs_ddp_across_the_jobs_nodes(c):
+    """`slurm.slots_per_node: 1`: one job of two nodes (b1 and b2: two slurmd of this host), a one-shot agent on
+    each, rank 0 the chief; the two workers meet at the rendezvous the master gave them and train together."""
+    cfg = yaml.safe_load((DISTRIBUTED / "distributed.yaml").read_text())
+    cfg["resources"] = {**cfg.get("resources", {}), "resource_pool": PARTITION}
+    cfg["searcher"]["max_length"] = {"batches": 20}
+    cfg["slurm"] = {"slots_per_node": 1}
+    exp_id = create(c, yaml.safe_dump(cfg), DISTRIBUTED)
+    trial_id = first_trial(c, exp_id)
+    job = running_job(c)
+    assert sorted(job["nodelist"].replace("b[1-2]", "b1,b2").split(",")) == ["b1", "b2"], job
+    described = wait_state(c, exp_id, {"COMPLETED", "ERROR", "CANCELED"}, timeout=240)
+    assert described["experiment"]["state"] == "COMPLETED", failure_details(c, trial_id)
+    run = c.client().get(f"/trials/{trial_id}")["runs"][0]
+    assert run["agent_id"] == f"slurm-{job['job_id']}-0"  # the chief: the job's first node
+    ranks = {line.get("rank_id") for line in logs(c, trial_id) if line.get("rank_id") is not None}
+    assert ranks >= {0, 1}, ranks
