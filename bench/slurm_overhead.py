@@ -51,7 +51,6 @@ sys.path.insert(0, str(REPO / "tests"))  # the tests' Slurm cluster
 
 import slurm_server  # noqa: E402 - after the path above
 from stalwart.config.master import parse_master_config  # noqa: E402
-from stalwart.config.slurm import AGENT_MODULE  # noqa: E402
 from stalwart.context import pack_context  # noqa: E402
 from stalwart.master.experiments import experiments  # noqa: E402
 from stalwart.master.queries import engine_jobs  # noqa: E402
@@ -85,14 +84,13 @@ slurm: {{sbatch_args: [--hold]}}
 # -- 1. launch latency ------------------------------------------------------------------------------------------
 
 
-def slurm_master_config(prefix: str, poll_interval: float, tmp: pathlib.Path) -> str:
-    """The default `agent_command` behind `env TMPDIR=tmp`: the one-shot agent keeps its work in
-    $TMPDIR/stalwart-slurm-<job id>-<rank>, and another Slurm on this host (a test run's) numbers its jobs from 1
-    too: with /tmp, a job of the same id there makes ours refuse to start ("another agent is running")."""
-    agent = ["env", f"TMPDIR={tmp}", sys.executable, "-m", AGENT_MODULE]
+def slurm_master_config(prefix: str, poll_interval: float, home: pathlib.Path) -> str:
+    """A master in front of the benchmark's Slurm: the default `agent_command`, the jobs' output in its home (read
+    for the stages)."""
     return yaml.safe_dump({**ALLOW_ROOT, "resource_manager": {
         "type": "slurm", "slot_type": "cpu", "user_name": "root", "poll_interval": poll_interval,
-        "job_name_prefix": prefix, "agent_command": agent}, "resource_pools": [{"pool_name": PARTITION}]})
+        "job_name_prefix": prefix, "job_output_dir": str(home / "slurm-jobs")},
+        "resource_pools": [{"pool_name": PARTITION}]})
 
 
 def first_line_latency(c: LocalTestCluster, ctx: pathlib.Path, pool: str) -> tuple[float, float]:
@@ -157,9 +155,8 @@ def measure_launch(rounds: int, root: pathlib.Path, polls: Sequence[float]) -> d
     agent = LocalTestCluster(root / "agent", master_config=yaml.safe_dump(ALLOW_ROOT))
     slurms = {}
     for p in polls:
-        (root / f"tmp-{p:g}").mkdir()
         slurms[f"slurm poll {p:g}s"] = LocalTestCluster(root / f"slurm-{p:g}", agents=0, master_config=(
-            slurm_master_config(f"b12-{uuid.uuid4().hex[:8]}-", p, root / f"tmp-{p:g}")))
+            slurm_master_config(f"b12-{uuid.uuid4().hex[:8]}-", p, root / f"slurm-{p:g}")))
     started: list[LocalTestCluster] = []
     try:
         for name, c in [("agents", agent), *slurms.items()]:
