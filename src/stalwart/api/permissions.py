@@ -48,8 +48,8 @@ EDIT_EXPERIMENTS = _p("edit_experiments", "pause, activate, kill, archive, edit 
                                           "its checkpoint GC policy and kill its trials", Rule.OWNER)
 DELETE_EXPERIMENTS = _p("delete_experiments", "delete an experiment and everything it stored", Rule.OWNER)
 DELETE_CHECKPOINTS = _p("delete_checkpoints", "delete checkpoints", Rule.OWNER)
-VIEW_CLUSTER = _p("view_cluster", "read agents, slots, the job queue (others' jobs anonymously) and the scheduler's "
-                                  "preview", Rule.ANYONE)
+VIEW_CLUSTER = _p("view_cluster", "read agents, slots, resource pools, the job queue (others' jobs anonymously) and "
+                                  "the scheduler's preview", Rule.ANYONE)
 VIEW_TASKS = _p("view_tasks", "read commands and other tasks: their configs, states and logs", Rule.ANYONE)
 MANAGE_AGENTS = _p("manage_agents", "enable, disable and drain agents; list and revoke their credentials",
                    Rule.ADMIN)

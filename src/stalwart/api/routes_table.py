@@ -321,7 +321,8 @@ ROUTES: tuple[RouteSpec, ...] = (
     _r("DELETE", PJ + "/{project_id}", USER, Empty, BAD, NF, STATE, permission=P.DELETE_PROJECTS),
     _r("POST", E + "/{exp_id}/move", USER, experiments.ExperimentEnvelope, BAD, NF, STATE,
        request=workspaces.MoveExperiment, permission=P.EDIT_EXPERIMENTS),
-    # resource pools bound to workspaces
+    # resource pools (any signed-in user, as Determined), and the workspaces they are bound to
+    _r("GET", RP, USER, workspaces.ResourcePoolList, permission=P.VIEW_CLUSTER, scope=CLUSTER_WIDE),
     _r("GET", RP + "/{pool}/workspace-bindings", USER, workspaces.PoolBindingList, BAD, NF,
        permission=P.VIEW_CLUSTER, scope=CLUSTER_WIDE),
     _r("POST", RP + "/{pool}/workspace-bindings", USER, workspaces.PoolBindingList, BAD, NF,

@@ -1,4 +1,5 @@
-"""`stalwart resource-pool|rp ...`: which workspaces may use a resource pool (bind, unbind, list-bindings).
+"""`stalwart resource-pool|rp ...`: the resource pools and their size now (list), and which workspaces may use a pool
+(bind, unbind, list-bindings).
 
 A pool bound to no workspace is every workspace's; once bound, only the experiments and commands of the
 workspaces it is bound to may ask for it."""
@@ -7,17 +8,49 @@ from __future__ import annotations
 
 import click
 
-from stalwart.api.models.workspaces import PoolBindingList
+from stalwart.api.models.workspaces import PoolBindingList, ResourcePool, ResourcePoolList
 from stalwart.cli import output
 from stalwart.cli.base import AliasedGroup, client_of, format_options
 
 
-@click.group("resource-pool", cls=AliasedGroup, aliases={"bindings": "list-bindings"})
+@click.group("resource-pool", cls=AliasedGroup, aliases={"bindings": "list-bindings", "ls": "list"})
 def resource_pool() -> None:
-    """Choose which workspaces may use a resource pool.
+    """List resource pools; choose which workspaces may use one.
 
-    A pool bound to no workspace is every workspace's; once bound, only the experiments and commands of the
-    workspaces it is bound to may ask for it. `rp` is short for `resource-pool`."""
+    `list` shows every pool with its resource manager, nodes, slots and runs. A pool bound to no workspace is
+    every workspace's; once bound, only the experiments and commands of the workspaces it is bound to may ask
+    for it. `rp` is short for `resource-pool`."""
+
+
+POOL_COLUMNS = ["Name", "Description", "Type", "Scheduler", "Default", "Nodes", "Accepting", "Slots", "Used", "Free",
+                "Pending", "Running"]
+
+
+def _pool_row(p: ResourcePool) -> tuple[object, ...]:
+    defaults = "/".join(kind for kind, is_it in (("compute", p.defaultComputePool), ("aux", p.defaultAuxPool))
+                        if is_it)
+    sizes: tuple[object, ...] = (p.numAgents, p.acceptingAgents, p.slotsAvailable, p.slotsUsed, p.slotsFree)
+    if p.error is not None:
+        sizes = ("?",) * len(sizes)
+    return (p.name, p.description, p.type, p.schedulerType, defaults, *sizes, p.pendingRuns, p.runningRuns)
+
+
+@resource_pool.command("list")
+@format_options
+@click.pass_context
+def list_pools(ctx: click.Context, fmt: output.Format) -> None:
+    """List the resource pools with their nodes, slots and runs.
+
+    Every pool of the master config, in its order: its resource manager (agent or slurm), what orders its queue,
+    whether it is the default compute or aux pool, its nodes (agents or Slurm nodes) and those taking new work,
+    its slots in all, used and free, and its runs waiting and running. A pool whose engine could not be asked
+    shows `?` and, under the table, why. `--json` prints the master's answer (`GET /api/v1/resource-pools`)."""
+    pools = client_of(ctx).resource_pools()
+    output.emit(fmt, POOL_COLUMNS, [_pool_row(p) for p in pools], json_data=ResourcePoolList(resourcePools=pools))
+    if fmt is output.Format.TABLE:
+        for p in pools:
+            if p.error is not None:
+                output.console.print(f"Pool {p.name}: {p.error}")
 
 
 def _said(answer: PoolBindingList) -> str:

@@ -1,4 +1,5 @@
-"""Workspaces, projects, moving experiments, resource pools bound to workspaces, user groups and roles (RBAC).
+"""Workspaces, projects, moving experiments, resource pools and the workspaces they are bound to, user groups and
+roles (RBAC).
 
 The master looks workspaces and projects up by id; `workspace_by_name` and `project_by_name` find one by its name
 through the list routes (a name the master does not know is a NotFoundError naming it and what exists).
@@ -15,6 +16,8 @@ from stalwart.client.endpoints import Api, body, endpoint
 WS = "/api/v1/workspaces"
 PJ = "/api/v1/projects"
 RP = "/api/v1/resource-pools"
+POOLS_TIMEOUT_S = 45.0
+"""How long `resource_pools` waits: longer than the master's Slurm tools may take (30 s) to say they failed."""
 
 LIST_WORKSPACES = endpoint("GET", WS, ws.WorkspaceList)
 CREATE_WORKSPACE = endpoint("POST", WS, ws.WorkspaceEnvelope, ws.CreateWorkspace)
@@ -32,6 +35,7 @@ UNARCHIVE_PROJECT = endpoint("POST", PJ + "/{project_id}/unarchive", ws.ProjectE
 DELETE_PROJECT = endpoint("DELETE", PJ + "/{project_id}", common.Empty)
 MOVE_EXPERIMENT = endpoint("POST", "/api/v1/experiments/{exp_id}/move", experiments.ExperimentEnvelope,
                            ws.MoveExperiment)
+LIST_RESOURCE_POOLS = endpoint("GET", RP, ws.ResourcePoolList)
 POOL_BINDINGS = endpoint("GET", RP + "/{pool}/workspace-bindings", ws.PoolBindingList)
 BIND_POOL = endpoint("POST", RP + "/{pool}/workspace-bindings", ws.PoolBindingList, ws.PoolBindings)
 UNBIND_POOL = endpoint("DELETE", RP + "/{pool}/workspace-bindings", ws.PoolBindingList, ws.PoolBindings)
@@ -144,7 +148,13 @@ class WorkspacesApi(Api):
         return self.call(MOVE_EXPERIMENT, path={"exp_id": exp_id},
                          json_body=body(ws.MoveExperiment, destinationProjectId=project_id)).experiment
 
-    # -- resource pools bound to workspaces ----------------------------------------------------------
+    # -- resource pools, and the workspaces they are bound to ------------------------------------------
+    def resource_pools(self) -> list[ws.ResourcePool]:
+        """Every pool of the master config with its resource manager, nodes, slots and runs now. A pool whose
+        engine could not be asked (Slurm away) has null sizes and an `error`; the wait allows for the Slurm tools'
+        30 s timeout on the master's side."""
+        return self.call(LIST_RESOURCE_POOLS, timeout=POOLS_TIMEOUT_S).resourcePools
+
     def pool_bindings(self, pool: str) -> ws.PoolBindingList:
         """The workspaces `pool` is bound to (none: every workspace may use it)."""
         return self.call(POOL_BINDINGS, path={"pool": pool})

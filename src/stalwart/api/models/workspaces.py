@@ -1,4 +1,5 @@
-"""Workspaces, projects, user groups, roles and pool bindings (Determined's nouns and field names)."""
+"""Workspaces, projects, user groups, roles, resource pools and their bindings (Determined's nouns and field
+names)."""
 
 from __future__ import annotations
 
@@ -190,3 +191,36 @@ class PoolBindingList(Response):
     pool: str
     workspaceIds: list[int]
     workspaceNames: list[str]
+
+
+Count = Annotated[int | None, Field(ge=0, description="null when the pool's engine could not be asked (see error)")]
+
+
+class ResourcePool(Response):
+    """A resource pool of the master config and its size now, in Determined's field names where they mean the same:
+    `numAgents` counts its nodes (agents; in a Slurm pool its Slurm nodes that are not down) and `slotsAvailable`
+    its slots in all, as Determined's do; `slotsFree`, `acceptingAgents`, `pendingRuns`, `runningRuns` and
+    `error` are Stalwart's. `type` is the resource manager that runs its work (agent or slurm, not Determined's
+    static/aws/gcp/k8s); `schedulerType` what orders its queue (priority, fair_share, or slurm)."""
+
+    name: str
+    description: str = ""
+    type: str = Field(description="the resource manager that runs the pool's work: agent or slurm")
+    defaultComputePool: bool = Field(description="work with slots that names no pool (nor its workspace) runs here")
+    defaultAuxPool: bool = Field(description="0-slot tasks that name no pool (nor their workspace) run here")
+    schedulerType: str = Field(description="what orders its queue: priority or fair_share (the master's scheduler, "
+                                           "the pool's scheduler.type), or slurm (Slurm's own)")
+    numAgents: Count = Field(description="its nodes: agents, or Slurm nodes not down")
+    acceptingAgents: Count = Field(description="its nodes that take new work: agents not disabled, draining or "
+                                               "lost; Slurm nodes not draining, drained or failing")
+    slotsAvailable: Count = Field(description="its slots in all (Determined's name), used or not")
+    slotsUsed: Count = Field(description="its slots that runs hold now")
+    slotsFree: Count = Field(description="slotsAvailable - slotsUsed")
+    pendingRuns: int = Field(description="its live runs waiting for slots (PENDING)")
+    runningRuns: int = Field(description="its live runs holding slots (ASSIGNED or RUNNING)")
+    error: str | None = Field(default=None, description="why the capacity fields are null: its resource manager's "
+                                                        "engine could not be asked")
+
+
+class ResourcePoolList(Response):
+    resourcePools: list[ResourcePool]

@@ -1,7 +1,8 @@
-"""/api/v1/workspaces, /api/v1/projects, moving experiments, and the pools bound to workspaces."""
+"""/api/v1/workspaces, /api/v1/projects, moving experiments, the resource pools and the pools bound to workspaces."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
@@ -21,6 +22,8 @@ from stalwart.api.models.workspaces import (
     Project,
     ProjectEnvelope,
     ProjectList,
+    ResourcePool,
+    ResourcePoolList,
     Workspace,
     WorkspaceEnvelope,
     WorkspaceList,
@@ -31,6 +34,7 @@ from stalwart.master.identity.sessions import Identity
 from stalwart.master.queries import experiments as experiment_rows, jobs as job_rows, workspaces as wq
 from stalwart.master.routes.common import IdPath, caller, master
 from stalwart.master.routes.contract import route
+from stalwart.master.scheduling import pools
 from stalwart.master.service import Master
 from stalwart.master.workspaces import placement, spaces
 
@@ -185,6 +189,33 @@ async def move_experiment(request: Request, exp_id: IdPath, payload: MoveExperim
         wq.move_experiment(conn, exp_id, pj["id"])
         moved = views.experiment(experiment_rows.get(conn, exp_id))
     return ExperimentEnvelope(experiment=Experiment.model_validate(moved), warnings=[])
+
+
+# -- resource pools ----------------------------------------------------------------------------------------
+def _pool_states(m: Master) -> list[pools.PoolState]:
+    with m.db.begin() as conn:
+        return pools.pool_states(m, conn)
+
+
+def _resource_pool(m: Master, state: pools.PoolState) -> ResourcePool:
+    cap, name = state.capacity, state.config.name
+    sizes = (None,) * 5 if cap is None else (cap.nodes, cap.accepting_nodes, cap.slots_total, cap.slots_used,
+                                             cap.slots_free)
+    return ResourcePool(
+        name=name, description=state.config.description, type=state.type,
+        defaultComputePool=name == m.settings.cluster.default_compute_pool,
+        defaultAuxPool=name == m.settings.cluster.default_aux_pool, schedulerType=state.scheduler,
+        numAgents=sizes[0], acceptingAgents=sizes[1], slotsAvailable=sizes[2], slotsUsed=sizes[3], slotsFree=sizes[4],
+        pendingRuns=state.pending, runningRuns=state.running, error=state.error)
+
+
+@route(router, "GET", "/resource-pools")
+async def list_resource_pools(request: Request) -> ResourcePoolList:
+    """Every pool of the master config with its manager, nodes, slots and runs now (a Slurm pool's from one
+    `scontrol show node`, in a thread: it may take the tools' timeout when slurmctld is away)."""
+    m = master(request)
+    states = await asyncio.to_thread(_pool_states, m)
+    return ResourcePoolList(resourcePools=[_resource_pool(m, s) for s in states])
 
 
 # -- pools bound to workspaces ---------------------------------------------------------------------------
