@@ -229,7 +229,8 @@ class PollWorld:
         self.home.mkdir(parents=True)
         cfg = parse_master_config({"resource_manager": {
             "type": "slurm", "slot_type": "cpu", "user_name": "root", "poll_interval": 0,
-            "job_name_prefix": self.prefix, "agent_command": ["true"]}, "resource_pools": [{"pool_name": PARTITION}]})
+            "job_name_prefix": self.prefix, "agent_command": ["true"]}, "resource_pools": [{"pool_name": PARTITION}],
+            **ALLOW_ROOT})
         self.master = Master(MasterSettings(db_url=f"sqlite:///{self.home / 'm.db'}", home=self.home, cluster=cfg))
         ctx = self.home / "ctx"
         ctx.mkdir()

@@ -21,6 +21,7 @@ def slurm_master_config(prefix: str, partition: str = PARTITION, **rm: object) -
         "resource_manager": {"type": "slurm", "slot_type": "cpu", "user_name": "root", "poll_interval": 0.5,
                              "job_name_prefix": prefix, **rm},
         "resource_pools": [{"pool_name": partition}],
+        "security": {"allow_root_tasks": True},  # its jobs run as root (user_name), as this test machine's Slurm
     })
 
 

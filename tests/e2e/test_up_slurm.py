@@ -83,6 +83,7 @@ def master_config(scratch: pathlib.Path, python: str) -> pathlib.Path:
         "resource_manager": {"type": "slurm", "poll_interval": 0.5, "job_output_dir": str(scratch / "jobs"),
                              "agent_command": [python, "-m", "stalwart.agent.slurm_job"]},
         "checkpoint_storage": {"type": "shared_fs", "host_path": str(scratch / "checkpoints")},
+        "security": {"allow_root_tasks": True},  # the admin's jobs run as --slurm-user root
     }))
     return path
 

@@ -36,7 +36,8 @@ class SlurmWorld(World):
     def __init__(self, home, cluster) -> None:
         rm = {"type": "slurm", "slot_type": "cpu", "user_name": "root", "agent_command": STANDIN,
               "poll_interval": 0, "job_name_prefix": f"rmconf-{int(time.time() * 1000) % 10**8}-"}
-        super().__init__(home, master_config("slurm", POOLS) | {"resource_manager": rm})
+        super().__init__(home, master_config("slurm", POOLS) | {"resource_manager": rm,
+                                                                 "security": {"allow_root_tasks": True}})
         self.cluster = cluster
         self.free = {p: list(cluster.partitions()[p]) for p in POOLS}
         for nodes in self.free.values():

@@ -51,7 +51,8 @@ def world(slurm_cluster, tmp_path, monkeypatch):
     out.mkdir()
     rm = {"type": "slurm", "slot_type": "cpu", "user_name": "root", "agent_command": _standin(out),
           "poll_interval": 0, "job_name_prefix": f"join-{time.time_ns() % 10**9}-"}
-    cluster = parse_master_config({"resource_manager": rm, "resource_pools": [{"pool_name": p} for p in POOLS]})
+    cluster = parse_master_config({"resource_manager": rm, "resource_pools": [{"pool_name": p} for p in POOLS],
+                                   "security": {"allow_root_tasks": True}})
     with slurm_cluster.exclusive(*POOLS):
         app = create_app(MasterSettings(db_url=f"sqlite:///{tmp_path / 'm.db'}", home=tmp_path, cluster=cluster,
                                         ui_metrics_index=False, agent_timeout_s=3600))

@@ -1,7 +1,7 @@
 """New work on a Slurm pool that could never run as a job is refused at create (issue 30), naming the fix: an owner
-with no OS user to run as (no link, no workspace default, no `resource_manager.user_name`), an image where jobs
-run processes (no `container_run_type: podman`). Nothing is stored then. No Slurm is needed: nothing is submitted
-before the scheduling pass."""
+with no OS user to run as (no link, no workspace default, no `resource_manager.user_name`), a `user_name` that is
+root where root tasks are not allowed, an image where jobs run processes (no `container_run_type: podman`).
+Nothing is stored then. No Slurm is needed: nothing is submitted before the scheduling pass."""
 
 from __future__ import annotations
 
@@ -26,8 +26,9 @@ resources: {resource_pool: batch}
 IMAGE = CONFIG + "environment: {image: python:3.11}\n"
 
 
-def master(tmp_path, **rm) -> Master:
-    cfg = parse_master_config({"resource_manager": {"type": "slurm", **rm}, "resource_pools": [{"pool_name": "batch"}]})
+def master(tmp_path, allow_root: bool = False, **rm) -> Master:
+    cfg = parse_master_config({"resource_manager": {"type": "slurm", **rm}, "resource_pools": [{"pool_name": "batch"}],
+                               "security": {"allow_root_tasks": allow_root}})
     return Master(MasterSettings(db_url=f"sqlite:///{tmp_path / 'm.db'}", home=tmp_path, cluster=cfg))
 
 
@@ -56,6 +57,16 @@ def test_an_owner_without_an_os_user_is_refused_unless_the_manager_names_one(tmp
 def test_the_managers_user_name_runs_the_jobs_of_owners_without_one(tmp_path):
     m = master(tmp_path, user_name="svc")
     assert create(m, tmp_path) is not None and count(m) == 1
+
+
+def test_a_root_user_name_is_refused_unless_root_tasks_are_allowed(tmp_path):
+    m = master(tmp_path, user_name="root")
+    with pytest.raises(ConfigError) as err:
+        create(m, tmp_path)
+    assert "resource_manager.user_name is root, which is root" in str(err.value)
+    assert "security.allow_root_tasks" in str(err.value) and count(m) == 0
+    (tmp_path / "allowed").mkdir()
+    assert create(master(tmp_path / "allowed", allow_root=True, user_name="root"), tmp_path) is not None
 
 
 def test_a_linked_owner_may_create(tmp_path):

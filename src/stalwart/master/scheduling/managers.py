@@ -76,10 +76,12 @@ def place(m: Master, conn: Conn) -> None:
 
 def check_new_work(m: Master, conn: Conn, config: Mapping[str, Any], pool: str, owner: str,
                    project_id: int | None) -> None:
-    """Refuse (400) new work that its pool's manager could never run (Slurm: its owner has no OS user to run as,
-    or it names an image where jobs run processes), naming the fix."""
+    """Refuse (400) new work that its pool's manager could never run (Slurm: its owner has no OS user to run as, or
+    only a root `user_name` where root tasks are not allowed, or it names an image where jobs run processes),
+    naming the fix."""
     if pool_types(m).get(pool) != "slurm":
         return
-    why = slurm_submit.refusal(conn, m.settings.cluster.slurm, dict(config), owner, project_id)
+    why = slurm_submit.refusal(conn, m.settings.cluster.slurm, dict(config), owner, project_id,
+                               m.settings.cluster.root_tasks_allowed(pool))
     if why is not None:
         raise ConfigError(f"resources.resource_pool: pool {pool!r} runs its work as Slurm jobs, and {why}")

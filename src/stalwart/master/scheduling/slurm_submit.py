@@ -9,12 +9,13 @@ import getpass
 import logging
 import os
 import pathlib
+import pwd
 import tempfile
 from typing import Any
 
 from stalwart.api.states import ExitReason
 from stalwart.config.slurm import SlurmConfig
-from stalwart.master.allocations import env as task_env, lifecycle
+from stalwart.master.allocations import env as task_env, lifecycle, root_guard
 from stalwart.master.identity import tokens
 from stalwart.master.logs import insert_logs
 from stalwart.master.queries import allocations as allocation_rows, engine_jobs
@@ -56,10 +57,15 @@ def master_url(m: Master, cfg: SlurmConfig) -> str:
     return f"{cfg.master_scheme}://{cfg.master_host}:{port}"
 
 
-def os_user(conn: Conn, cfg: SlurmConfig, owner: dict[str, Any]) -> str:
-    """The OS user the job runs as: the owner's link (issue 25), else the pool's `user_name`."""
+def os_user(conn: Conn, cfg: SlurmConfig, owner: dict[str, Any], root_allowed: bool) -> str:
+    """The OS user the job runs as: the owner's link (issue 25), else the pool's `user_name`, which may not be root
+    unless root tasks are allowed (`security.allow_root_tasks`, as for a link: allocations/root_guard.py)."""
     link = task_env.run_as(conn, owner["owner"], owner["project_id"])
     user = link["user"] if link else cfg.user_name
+    if not link and user and _is_root(user) and not root_allowed:
+        raise CannotSubmit(f"resource_manager.user_name is {user}, which is root, and this master does not allow "
+                           f"root tasks ({root_guard.SETTINGS} is false): name a non-root user_name, link "
+                           f"{owner['owner']} to a non-root OS user, or allow root tasks")
     if not user:
         raise CannotSubmit(
             f"user {owner['owner']} has no linked OS user, and Slurm jobs run as their owner's OS user: an admin "
@@ -73,10 +79,19 @@ def os_user(conn: Conn, cfg: SlurmConfig, owner: dict[str, Any]) -> str:
     return str(user)
 
 
-def refusal(conn: Conn, cfg: SlurmConfig, config: dict[str, Any], owner: str, project_id: int | None) -> str | None:
+def _is_root(user: str) -> bool:
+    """Whether OS user `user` is uid 0 on this machine (a name it does not know: only `root` is)."""
+    try:
+        return pwd.getpwnam(user).pw_uid == 0
+    except KeyError:
+        return user == "root"
+
+
+def refusal(conn: Conn, cfg: SlurmConfig, config: dict[str, Any], owner: str, project_id: int | None,
+            root_allowed: bool) -> str | None:
     """Why new work of `owner` with `config` could never run as Slurm jobs (None: it can): what `create` says."""
     try:
-        os_user(conn, cfg, {"owner": owner, "project_id": project_id})
+        os_user(conn, cfg, {"owner": owner, "project_id": project_id}, root_allowed)
         _check_image(cfg, config)
     except CannotSubmit as why:
         return str(why)
@@ -107,7 +122,7 @@ def submit(m: Master, conn: Conn, cli: SlurmCli, cfg: SlurmConfig, gang: Gang) -
     """Submit `gang` as one job; its id, or None when it failed (the run then failed, or waits with the reason)."""
     owner = engine_jobs.owner_of(conn, gang.allocation_id)
     try:
-        user = os_user(conn, cfg, owner)
+        user = os_user(conn, cfg, owner, m.settings.cluster.root_tasks_allowed(gang.pool))
         spec = spec_of(m, cfg, gang, owner["config"])
         token = tokens.new_agent_credential()
         as_uid = user if os.geteuid() == 0 and user != getpass.getuser() else None
