@@ -28,7 +28,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -40,8 +40,15 @@ RUN = RunDirectory("STALWART_TEST_SLURM", "stalwart-sl-", "slurm_server", "the S
 PARTITIONS: dict[str, dict[str, int]] = {  # partition -> node -> CPUs; the tests name these
     "rmconf_a": {"ca1": 1, "ca2": 1, "ca3": 2},  # the conformance suite's and join credentials' (rmconf_*)
     "rmconf_b": {"cb1": 4},
-    "batch": {"b1": 2, "b2": 2},  # trials (tests/e2e/test_slurm_trials.py)
-    "queue": {"q1": 2, "q2": 2},  # a search and a master restart (tests/e2e/test_slurm_queue_and_restart.py)
+    "batch": {"b1": 2, "b2": 2},  # SlurmCli's own tests (tests/integration/test_slurm_cli.py)
+    # one partition per end-to-end test, so that none waits for another's (tests/e2e/test_slurm_*.py)
+    "pause": {"p1": 2},
+    "requeue": {"r1": 2},
+    "ddp": {"d1": 2},
+    "ddp2": {"e1": 1, "e2": 1},
+    "podman": {"o1": 2},
+    "queue": {"q1": 2, "q2": 2},
+    "restart": {"s1": 2},
     "upslurm": {"u1": 2},  # `stalwart up --slurm` (tests/e2e/test_up_slurm.py)
 }
 DEFAULT_PARTITION = "batch"
@@ -116,6 +123,16 @@ class SlurmCluster:
         keys = ["job_id", "name", "state", "reason", "user", "nodelist"]
         out = self.run("squeue", "-h", "-a", "-p", partition, "-o", "\x1f".join(["%i", "%j", "%T", "%r", "%u", "%N"]))
         return [dict(zip(keys, line.split("\x1f"), strict=True)) for line in out.stdout.splitlines() if line]
+
+
+def wait_for(what: str, probe: Callable[[], object], timeout_s: float = 30.0, interval_s: float = 0.1) -> object:
+    """`probe()`'s first true answer, asked every `interval_s`; an AssertionError naming `what` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if found := probe():
+            return found
+        time.sleep(interval_s)
+    raise AssertionError(f"not within {timeout_s:g} s: {what}")
 
 
 def missing() -> str | None:

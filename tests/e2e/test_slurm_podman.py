@@ -1,6 +1,6 @@
 """Images on Slurm (issue 30): with `container_run_type: podman` the one-shot agent inside each Slurm job runs its
 task with issue 28's Podman launcher, in the experiment's `environment.image`. A real Slurm (tests/slurm_server.py,
-partition `batch`) and a real Podman service and image (tests/container_servers.py, trial_images.py). The job
+partition `podman`) and a real Podman service and image (tests/container_servers.py, trial_images.py). The job
 finds the engine and a shared harness-bundle cache through `agent_command` (`env CONTAINER_HOST=...`), as a site
 whose nodes run Podman would configure it (docs/slurm.md)."""
 
@@ -12,13 +12,14 @@ import uuid
 import pytest
 import yaml
 from container_trials import trial_config, trial_context
-from slurm_trials import PARTITION, failure_details
+from slurm_trials import failure_details
 
 from integration.helpers import create, first_trial, logs, wait_state
 from stalwart.testing import LocalTestCluster
 from trial_images import MARKER, image_only_image
 
 pytestmark = pytest.mark.integration
+PARTITION = "podman"  # its own (tests/slurm_server.py)
 
 
 def test_an_image_runs_with_podman_inside_a_slurm_job(slurm_cluster, podman_url, tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """Slurm's queue and a master restart (issue 30, acceptance 2's search and acceptance 3), on this run's real Slurm
-(tests/slurm_server.py, partition `queue`, 4 CPUs on two nodes) with no agent of the master's own:
+(tests/slurm_server.py, partitions `queue`, 4 CPUs on two nodes, and `restart`) with no agent of the master's own:
 
 - an ASHA search of 8 one-slot trials goes through Slurm's queue with `max_concurrent_trials: 2` respected: never
   more than two training runs at once, one job per run, every trial ending;
@@ -18,12 +18,12 @@ from slurm_trials import failure_details, our_jobs, running_job, slurm_master
 from integration.helpers import DIGITS, create, digits_config, experiment, first_trial, live_run, logs, wait_state
 
 pytestmark = pytest.mark.integration
-PARTITION = "queue"  # its own: these run beside tests/e2e/test_slurm_trials.py's (partition batch)
 
 
 @pytest.fixture
-def c(slurm_cluster, tmp_path, monkeypatch):
-    with slurm_master(slurm_cluster, tmp_path, monkeypatch, PARTITION) as cluster:
+def c(slurm_cluster, tmp_path, monkeypatch, request):
+    own = "queue" if "asha" in request.function.__name__ else "restart"  # its own: none waits for another's
+    with slurm_master(slurm_cluster, tmp_path, monkeypatch, own) as cluster:
         yield cluster
 
 ASHA = {"name": "adaptive_asha", "metric": "validation_accuracy", "smaller_is_better": False, "max_trials": 8,
@@ -60,7 +60,7 @@ class JobWatcher:
 
 
 def test_an_asha_search_runs_through_slurms_queue_within_max_concurrent_trials(c):
-    cfg = yaml.safe_load(digits_config(min_validation_period={"batches": 10}, resources={"resource_pool": PARTITION}))
+    cfg = yaml.safe_load(digits_config(min_validation_period={"batches": 10}, resources={"resource_pool": c.partition}))
     cfg["searcher"] = ASHA
     cfg["hyperparameters"]["learning_rate"] = {"type": "log", "minval": -3.0, "maxval": -0.5}
     exp_id = create(c, yaml.safe_dump(cfg), DIGITS)
@@ -80,7 +80,7 @@ def test_an_asha_search_runs_through_slurms_queue_within_max_concurrent_trials(c
 
 def test_a_master_killed_while_slurm_jobs_run_re_attaches_them(c):
     config = digits_config(searcher__max_length={"batches": 60}, min_validation_period={"batches": 20},
-                           hyperparameters__batch_sleep=0.1, resources={"resource_pool": PARTITION})
+                           hyperparameters__batch_sleep=0.1, resources={"resource_pool": c.partition})
     exp_id = create(c, config, DIGITS)
     trial_id = first_trial(c, exp_id)
     job = running_job(c)

@@ -30,7 +30,7 @@ import yaml
 
 from integration.helpers import DIGITS, digits_config
 from integration.test_tasks_as_os_users import OsUser, _task_python, _useradd
-from slurm_server import DEFAULT_PARTITION, PARTITIONS
+from slurm_server import DEFAULT_PARTITION, PARTITIONS, wait_for
 from stalwart.client import Client
 from stalwart.context import pack_context
 from stalwart.testing import free_port
@@ -46,15 +46,6 @@ PARTITION = "upslurm"  # its own: the other Slurm tests run beside it
 def cli(env: dict, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "stalwart.cli.main", *args], env=env, capture_output=True,
                           text=True, timeout=timeout, cwd=env["STALWART_HOME"] + "-cwd")
-
-
-def wait_for(what: str, check, timeout: float = 180):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := check():
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
@@ -184,10 +175,10 @@ def _run_as_linked_user(env: dict, rec: dict, slurm_cluster, os_user: OsUser) ->
     context = base64.b64encode(pack_context(DIGITS).data).decode()
     created = lin.create_experiment(_experiment_file(env).read_text(), context).experiment
     assert created is not None
-    ours = wait_for("the linked user's job RUNNING in squeue", lambda: [
+    ours = wait_for("the linked user's job RUNNING in squeue", timeout_s=180, interval_s=0.5, probe=lambda: [
         j for j in slurm_cluster.squeue(PARTITION) if j["name"].startswith(rec["slurm_prefix"])
         and j["state"] == "RUNNING"])
     assert [j["user"] for j in ours] == [os_user.name], ours
     wait_for("the linked user's experiment to end",
-             lambda: state_of(lin, created.id) in ("COMPLETED", "ERROR", "CANCELED"), timeout=240)
+             lambda: state_of(lin, created.id) in ("COMPLETED", "ERROR", "CANCELED"), timeout_s=240, interval_s=0.5)
     assert state_of(lin, created.id) == "COMPLETED", failure_details(rec)

@@ -25,7 +25,7 @@ from stalwart.testing.rm_conformance import CHECKS, World, master_config, run_ch
 
 _pids = itertools.count(100)
 POOLS = ("rmconf_a", "rmconf_b")
-STABLE_S = 2.5
+STABLE_S = 1.5  # Slurm's scheduler runs every second (tests/slurm_server.py: sched_interval=1)
 STANDIN = ["sh", "-c", "exec sleep 600", "--"]
 
 

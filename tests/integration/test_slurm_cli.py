@@ -9,24 +9,15 @@ import pathlib
 import pwd
 import shutil
 import tempfile
-import time
 import uuid
 from collections.abc import Callable
 
 import pytest
 
+from slurm_server import DEFAULT_PARTITION, PARTITIONS, wait_for
 from stalwart.rm.slurm import SlurmCli, SlurmError, SlurmJob
 
 pytestmark = pytest.mark.integration
-
-
-def wait_for(what: str, probe: Callable[[], object], timeout_s: float = 30.0) -> object:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if found := probe():
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"not within {timeout_s:g} s: {what}")
 
 
 def one_job(cli: SlurmCli, prefix: str, state: str) -> Callable[[], SlurmJob | None]:
@@ -108,10 +99,10 @@ def test_submit_as_another_user(batch):
 
 def test_nodes_and_partitions(slurm_cluster):
     cli = SlurmCli(slurm_cluster.env)
-    assert cli.partitions() == ["batch", "rmconf_a", "rmconf_b", "queue", "upslurm"]
+    assert cli.partitions() == [DEFAULT_PARTITION, *(p for p in PARTITIONS if p != DEFAULT_PARTITION)]
     nodes = {n.name: n for n in cli.nodes()}
-    assert {name: n.cpus for name, n in nodes.items()} == {"ca1": 1, "ca2": 1, "ca3": 2, "cb1": 4, "b1": 2, "b2": 2,
-                                                          "q1": 2, "q2": 2, "u1": 2}
+    assert {name: n.cpus for name, n in nodes.items()} == {n: cpus for part in PARTITIONS.values()
+                                                          for n, cpus in part.items()}
     assert nodes["cb1"].partitions == ("rmconf_b",)
     assert cli.job("999999999") is None
 
