@@ -24,7 +24,7 @@ from stalwart.master.scheduling import placing, slurm_submit
 from stalwart.master.service import Master, now
 from stalwart.rm import Gang, PoolCapacity, QueueEntry, ResourceManager, RunStatus
 from stalwart.rm.slurm import SlurmCli, SlurmError, SlurmJob
-from stalwart.rm.slurm.batch import node_slots
+from stalwart.rm.slurm.batch import node_slots, slots_per_node
 
 log = logging.getLogger(__name__)
 RUNNING = ("RUNNING", "CONFIGURING", "COMPLETING", "STAGE_OUT", "SIGNALING", "RESIZING")
@@ -131,8 +131,8 @@ class SlurmManager(ResourceManager):
     def _place(self, row: Row, job: SlurmJob) -> None:
         """Slurm started the job: one container per node, on the one-shot agent that will run there."""
         owner = engine_jobs.owner_of(self.conn, row["id"])
-        per_node = (owner["config"].get("slurm") or {}).get("slots_per_node") or row["slots"] or 1
-        shares = node_slots(row["slots"], min(per_node, row["slots"] or 1), max(1, len(job.nodes)))
+        per_node = slots_per_node(row["slots"], (owner["config"].get("slurm") or {}).get("slots_per_node"))
+        shares = node_slots(row["slots"], per_node, max(1, len(job.nodes)))
         addresses = {n.name: n.address for n in self.cli.nodes()} if len(job.nodes) > 1 else {}
         placed = []
         for rank, node in enumerate(job.nodes or ("?",)):

@@ -41,11 +41,16 @@ class JobSpec:
     @property
     def per_node(self) -> int:
         """The slots of each node (the last may use fewer)."""
-        return max(1, min(self.slots, self.slots_per_node or self.slots)) if self.slots else 0
+        return slots_per_node(self.slots, self.slots_per_node)
 
     @property
     def nodes(self) -> int:
         return max(1, math.ceil(self.slots / self.per_node)) if self.slots else 1
+
+
+def slots_per_node(slots: int, asked: int | None) -> int:
+    """The slots of each node of a job of `slots` slots, `asked` per node at most (None: all on one node)."""
+    return max(1, min(slots, asked or slots)) if slots else 0
 
 
 def node_slots(slots: int, per_node: int, nodes: int) -> list[int]:
