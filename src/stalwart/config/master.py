@@ -20,6 +20,7 @@ from stalwart.api.errors import ConfigError
 from stalwart.config._schema import Problems, check_section
 from stalwart.config.container_defaults import ContainerDefaults, defaults_of, merge_over
 from stalwart.config.container_policy import ContainerPolicy
+from stalwart.config.kubernetes import KubernetesConfig
 from stalwart.config.master_schema import (
     CREATOR_ROLE_IDS,
     DEFAULT_MAX_CONTEXT_MEMBERS,
@@ -30,6 +31,7 @@ from stalwart.config.master_schema import (
     OIDC_DEFAULT_SCOPES,
     cross_checks,
 )
+from stalwart.config.provider import ProviderConfig
 from stalwart.config.slurm import SlurmConfig
 from stalwart.config.source import read_config_file
 
@@ -59,6 +61,8 @@ class PoolConfig:
     task_container_defaults: dict[str, Any] = field(default_factory=dict, repr=False)
     allow_root_tasks: bool | None = None  # None: security.allow_root_tasks decides
     task_container_policy: dict[str, Any] = field(default_factory=dict)  # the keys the pool gives (checked)
+    provider: ProviderConfig | None = None  # an elastic pool's cloud (config/provider.py); None: agents join it
+    kubernetes_namespace: str | None = None  # a Kubernetes pool's namespace (default: resource_manager's)
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,7 @@ class MasterConfig:
     default_aux_pool: str = "default"
     resource_manager: str = "agent"  # resource_manager.type: the manager of every pool (docs/resource-managers.md)
     slurm: SlurmConfig = SlurmConfig()  # its Slurm keys (type: slurm; docs/slurm.md)
+    kubernetes: KubernetesConfig = KubernetesConfig()  # its Kubernetes keys (type: kubernetes; docs/kubernetes.md)
     port: int | None = None
     host: str | None = None
     db_url: str | None = None
@@ -242,7 +247,8 @@ def parse_master_config(data: Any, source: str = "master config") -> MasterConfi
         PoolConfig(p["pool_name"], p.get("description") or "",
                    SchedulerConfig.of(p["scheduler"]) if p.get("scheduler") else cluster,
                    dict(p.get("task_container_defaults") or {}), p.get("allow_root_tasks"),
-                   dict(p.get("task_container_policy") or {}))
+                   dict(p.get("task_container_policy") or {}), provider=ProviderConfig.of(p.get("provider")),
+                   kubernetes_namespace=p.get("kubernetes_namespace") or None)
         for p in cfg.get("resource_pools") or [{"pool_name": "default"}]
     )
     fallback = "default" if any(p.name == "default" for p in pools) else pools[0].name
@@ -252,6 +258,7 @@ def parse_master_config(data: Any, source: str = "master config") -> MasterConfi
         default_aux_pool=rm.get("default_aux_resource_pool") or fallback,
         resource_manager=rm.get("type") or "agent",
         slurm=SlurmConfig.of(rm),
+        kubernetes=KubernetesConfig.of(rm),
         port=cfg.get("port"), host=cfg.get("host"), db_url=_db_url(cfg.get("db")),
         checkpoint_storage=cfg.get("checkpoint_storage"),
         task_container_defaults=dict(cfg.get("task_container_defaults") or {}),

@@ -26,6 +26,8 @@ from stalwart.config._schema import (
 )
 from stalwart.config.container_defaults import check_defaults
 from stalwart.config.container_policy import check_policy
+from stalwart.config.kubernetes import K8S_RM_KEYS
+from stalwart.config.provider import check_provider, cross_check_pools
 from stalwart.config.slurm import SLURM_RM_KEYS
 
 # Keys Determined accepts that Stalwart reads but does not act on (no TLS, auth, telemetry, ... here).
@@ -63,13 +65,13 @@ POOL_SPEC = {
     "agent_reconnect_wait": Field(string()),
     "agent_reattach_enabled": Field(boolean()),
     "kubernetes_namespace": Field(string()),
-    "provider": Field(any_map()),
+    "provider": Field(check_provider),  # an elastic pool (config/provider.py)
     "allow_root_tasks": Field(boolean()),  # unset: security.allow_root_tasks
 }
 
-RESOURCE_MANAGER_TYPES = ("agent", "slurm")
+RESOURCE_MANAGER_TYPES = ("agent", "slurm", "kubernetes")
 """The `resource_manager.type` values this master runs (docs/resource-managers.md); the planned ones are refused."""
-_PLANNED_MANAGERS = {"kubernetes": "issue 31"}
+_PLANNED_MANAGERS: dict[str, str] = {}
 _REFUSED_MANAGERS = {"pbs": "OpenPBS cannot run on this project's build machines, so Stalwart has no tested PBS "
                             "manager (docs/resource-managers.md, \"PBS\"); Slurm (`type: slurm`) is supported"}
 
@@ -100,7 +102,9 @@ RM_SPEC = {
     "cluster_name": Field(string()),
     "metadata": Field(any_map()),
     **SLURM_RM_KEYS,
+    **K8S_RM_KEYS,
 }
+_ENGINE_KEYS = {"slurm": set(SLURM_RM_KEYS), "kubernetes": set(K8S_RM_KEYS)}
 
 DB_SPEC = {
     "url": Field(string(nonempty=True)),
@@ -297,6 +301,18 @@ MASTER_SPEC = {
 }
 
 
+def _engine_keys(rm: dict[str, Any], problems: Problems) -> None:
+    """A key only another engine's manager reads is refused, naming the type it needs."""
+    kind = rm.get("type", "agent")
+    mine = _ENGINE_KEYS.get(kind, set())
+    for other, keys in _ENGINE_KEYS.items():
+        if other == kind:
+            continue
+        for key in sorted(k for k in (set(rm) & keys) - mine if rm[k] not in (None, [], {})):
+            problems.add(f"resource_manager.{key}", f"is a key of the {other.capitalize()} resource manager; it "
+                                                    f"needs `resource_manager.type: {other}`")
+
+
 def cross_checks(cfg: dict[str, Any], problems: Problems) -> None:
     """The checks across sections of a config whose every key passed its own: one scheduler place, no old
     provisioner beside pools, pool names unique, the default pools among them."""
@@ -307,10 +323,8 @@ def cross_checks(cfg: dict[str, Any], problems: Problems) -> None:
     if cfg.get("provisioner") and cfg.get("resource_pools"):
         problems.add("provisioner", "the old top-level provisioner cannot be combined with resource_pools; "
                                     "put it in a pool's `provider`")
-    if rm.get("type", "agent") != "slurm":
-        for key in sorted(k for k in set(rm) & set(SLURM_RM_KEYS) if rm[k] not in (None, [], {})):
-            problems.add(f"resource_manager.{key}", "is a key of the Slurm resource manager; it needs "
-                                                    "`resource_manager.type: slurm`")
+    _engine_keys(rm, problems)
+    cross_check_pools(cfg, problems)
     names = [p.get("pool_name") for p in cfg.get("resource_pools") or [] if isinstance(p, dict)]
     for i, name in enumerate(names):
         if name in names[:i]:

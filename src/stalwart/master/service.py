@@ -93,6 +93,9 @@ class Master:
         self.agent_credential_cache: dict[str, KnownCredential] = {}
         # a resource manager's state between passes, which the next pass could rebuild (Slurm: when it last polled)
         self.engine_state: dict[str, Any] = {}
+        # a resource manager's connections to its engine, kept across passes (Kubernetes: its API client and pod
+        # informers); never cleared by `poll_engines_now`
+        self.engine_links: dict[str, Any] = {}
         self.cluster_id, self.secret = self._cluster_identity()
         self.cluster_token = settings.cluster_token or self._info("cluster_token")
 

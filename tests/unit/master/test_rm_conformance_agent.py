@@ -87,9 +87,7 @@ def test_runs_of_pools_no_manager_serves_stay_with_the_clusters_own_manager(tmp_
 
 @pytest.mark.parametrize(("kind", "message"), [
     ("pbs", "resource_manager.type: 'pbs' is not supported: OpenPBS cannot run on this project's build machines"),
-    ("kubernetes", "'kubernetes' is not supported yet (issue 31); this master runs the resource managers: agent, "
-                   "slurm (docs/resource-managers.md)"),
-    ("yarn", "resource_manager.type: expected one of agent, slurm, got 'yarn'"),
+    ("yarn", "resource_manager.type: expected one of agent, slurm, kubernetes, got 'yarn'"),
 ])
 def test_other_resource_manager_types_are_refused_naming_what_is_supported(kind, message):
     with pytest.raises(ConfigError) as err:

@@ -22,6 +22,12 @@ def set_submitted(conn: Conn, allocation_id: str, job_id: str, join_token_hash: 
                  .values(engine_job_id=job_id, join_token_hash=join_token_hash, engine_started_at=None))
 
 
+def clear_submitted(conn: Conn, allocation_id: str) -> None:
+    """The allocation's job is gone before it ran (its pods deleted): it is submitted again."""
+    conn.execute(t.allocations.update().where(_ALLOC.id == allocation_id)
+                 .values(engine_job_id=None, join_token_hash=None, engine_started_at=None))
+
+
 def submitted(conn: Conn, allocation_ids: Iterable[str]) -> set[str]:
     """Those of `allocation_ids` that have a job."""
     ids = list(allocation_ids)

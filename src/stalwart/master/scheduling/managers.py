@@ -9,14 +9,15 @@ from typing import Any
 from stalwart.api.errors import ConfigError, NotFoundError
 from stalwart.api.states import AllocationState as A
 from stalwart.master.queries.rows import Conn
-from stalwart.master.scheduling import placing, slurm_submit
+from stalwart.master.scheduling import k8s_submit, placing, slurm_submit
 from stalwart.master.scheduling.agent_manager import AgentManager
+from stalwart.master.scheduling.k8s_manager import KubernetesManager
 from stalwart.master.scheduling.slurm_manager import SlurmManager
 from stalwart.master.service import Master
 from stalwart.rm import Gang, ResourceManager
 
 Factory = Callable[[Master, Conn, Sequence[str]], ResourceManager]
-FACTORIES: dict[str, Factory] = {"agent": AgentManager, "slurm": SlurmManager}
+FACTORIES: dict[str, Factory] = {"agent": AgentManager, "slurm": SlurmManager, "kubernetes": KubernetesManager}
 """`resource_manager.type` → its implementation, opened on (master, connection, its pools)."""
 
 
@@ -76,12 +77,20 @@ def place(m: Master, conn: Conn) -> None:
 
 def check_new_work(m: Master, conn: Conn, config: Mapping[str, Any], pool: str, owner: str,
                    project_id: int | None) -> None:
-    """Refuse (400) new work that its pool's manager could never run (Slurm: its owner has no OS user to run as, or
-    only a root `user_name` where root tasks are not allowed, or it names an image where jobs run processes),
-    naming the fix."""
-    if pool_types(m).get(pool) != "slurm":
+    """Refuse (400) new work that its pool's manager could never run, naming the fix. Slurm: its owner has no OS
+    user to run as, or only a root `user_name` where root tasks are not allowed, or it names an image where jobs
+    run processes. Kubernetes: it names no image, or its slots do not split evenly into pods."""
+    kind = pool_types(m).get(pool)
+    if kind == "slurm":
+        why = slurm_submit.refusal(conn, m.settings.cluster.slurm, dict(config), owner, project_id,
+                                   m.settings.cluster.root_tasks_allowed(pool))
+        engine = "Slurm jobs"
+    elif kind == "kubernetes":
+        slots = int((config.get("resources") or {}).get("slots_per_trial") or (config.get("resources") or {})
+                    .get("slots") or 1)
+        why = k8s_submit.refusal(m, dict(config), pool, slots)
+        engine = "Kubernetes pods"
+    else:
         return
-    why = slurm_submit.refusal(conn, m.settings.cluster.slurm, dict(config), owner, project_id,
-                               m.settings.cluster.root_tasks_allowed(pool))
     if why is not None:
-        raise ConfigError(f"resources.resource_pool: pool {pool!r} runs its work as Slurm jobs, and {why}")
+        raise ConfigError(f"resources.resource_pool: pool {pool!r} runs its work as {engine}, and {why}")

@@ -15,6 +15,7 @@ from stalwart.master.queries.rows import Conn
 from stalwart.master.scheduling import managers
 from stalwart.master.service import Master
 from stalwart.rm import PoolCapacity
+from stalwart.rm.kubernetes import KubeError
 from stalwart.rm.slurm import SlurmError
 
 
@@ -43,7 +44,7 @@ def pool_states(m: Master, conn: Conn) -> list[PoolState]:
         kinds.update((pool, manager.type) for pool in manager.pools())
         try:
             capacities.update((c.pool, c) for c in manager.capacity())
-        except SlurmError as err:
+        except (SlurmError, KubeError) as err:
             errors.update((pool, f"the {manager.type} resource manager could not tell this pool's nodes: {err}")
                           for pool in manager.pools())
         for entry in manager.queue():

@@ -16,11 +16,10 @@ import logging
 from collections.abc import Sequence
 
 from stalwart.api.states import AllocationState as A, ExitReason
-from stalwart.master.allocations import containers, lifecycle
-from stalwart.master.logs import insert_logs
+from stalwart.master.allocations import lifecycle
 from stalwart.master.queries import agents as agent_rows, allocations as allocation_rows, engine_jobs
 from stalwart.master.queries.rows import Conn, Row
-from stalwart.master.scheduling import placing, slurm_submit
+from stalwart.master.scheduling import engine_runs, placing, slurm_submit
 from stalwart.master.service import Master, now
 from stalwart.rm import Gang, PoolCapacity, QueueEntry, ResourceManager, RunStatus
 from stalwart.rm.slurm import SlurmCli, SlurmError, SlurmJob
@@ -122,7 +121,7 @@ class SlurmManager(ResourceManager):
             if row["kill_requested"]:
                 return True
             self._place(row, job)
-        elif state == A.ASSIGNED.value and self._join_overdue(row):
+        elif state == A.ASSIGNED.value and engine_runs.join_overdue(self.conn, row, self.cfg.job_start_timeout):
             self._failed_before_joining(row, f"started, but its agents did not join within job_start_timeout "
                                              f"({self.cfg.job_start_timeout:.0f} s)")
             return True
@@ -134,42 +133,19 @@ class SlurmManager(ResourceManager):
         per_node = slots_per_node(row["slots"], (owner["config"].get("slurm") or {}).get("slots_per_node"))
         shares = node_slots(row["slots"], per_node, max(1, len(job.nodes)))
         addresses = {n.name: n.address for n in self.cli.nodes()} if len(job.nodes) > 1 else {}
-        placed = []
-        for rank, node in enumerate(job.nodes or ("?",)):
-            agent_id = agent_id_of(job.job_id, rank)
-            if agent_rows.find(self.conn, agent_id) is None:
-                agent_rows.insert(self.conn, agent_id, {
-                    "hostname": node, "address": addresses.get(node) or None, "resource_pool": job.partition,
-                    "slots": shares[rank], "slot_type": "cpu" if self.cfg.cpu_slots else self.cfg.slot_type,
-                    "enabled": True, "connected": False, "registered_at": now(), "last_seen": now(),
-                    "allocation_id": row["id"]})
-            placed.append((agent_id, tuple(range(shares[rank]))))
-        engine_jobs.set_started(self.conn, row["id"], now())
-        placing.start_gang(self.m, self.conn, row["id"], placed, backfilled=False)
-
-    def _join_overdue(self, row: Row) -> bool:
-        started = row["engine_started_at"]
-        if started is None or now() - started <= self.cfg.job_start_timeout:
-            return False
-        return any(c["state"] == A.ASSIGNED.value for c in containers.of_allocation(self.conn, row["id"]))
+        nodes = [engine_runs.EngineNode(agent_id_of(job.job_id, rank), node, addresses.get(node) or None,
+                                        shares[rank]) for rank, node in enumerate(job.nodes or ("?",))]
+        engine_runs.place(self.m, self.conn, row, nodes, job.partition,
+                          "cpu" if self.cfg.cpu_slots else self.cfg.slot_type)
 
     def _lose(self, row: Row, why: str) -> None:
-        """The job is gone under a placed run: it ends as a lost node's run (re-queued, uncounted)."""
-        self._note(row, why, "WARNING")
-        for c in containers.of_allocation(self.conn, row["id"]):
-            if c["state"] != A.TERMINATED.value:
-                lifecycle.lose_container(self.m, self.conn, row["id"], c["agent_id"])
-        lifecycle.allocation_exited(self.m, self.conn, row["id"], None, ExitReason.AGENT_LOST)
+        engine_runs.lose(self.m, self.conn, row, why)
 
     def _failed_before_joining(self, row: Row, what: str) -> None:
         out = slurm_submit.output_dir(self.cfg) / f"{slurm_submit.job_name(self.cfg, row['id'])}.out"
         tail = _tail(out)
         why = f"Slurm job {row['engine_job_id']} {what}" + (f"; its output ({out}) ends with:\n{tail}" if tail else "")
-        slurm_submit.fail(self.m, self.conn, row["id"], why, ExitReason.EXITED)
-
-    def _note(self, row: Row, line: str, level: str) -> None:
-        insert_logs(self.conn, [{"trial_id": row["trial_id"], "allocation_id": row["id"], "log": line,
-                                 "level": level, "source": "master", "stdtype": "stderr"}])
+        engine_runs.fail(self.m, self.conn, row["id"], why, ExitReason.EXITED)
 
     # -- asked by the master ----------------------------------------------------------------------------------------
     def kill(self, allocation_id: str) -> None:

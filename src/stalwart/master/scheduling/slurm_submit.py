@@ -15,11 +15,11 @@ from typing import Any
 
 from stalwart.api.states import ExitReason
 from stalwart.config.slurm import SlurmConfig
-from stalwart.master.allocations import env as task_env, lifecycle, root_guard
+from stalwart.master.allocations import env as task_env, root_guard
 from stalwart.master.identity import tokens
-from stalwart.master.logs import insert_logs
-from stalwart.master.queries import allocations as allocation_rows, engine_jobs
+from stalwart.master.queries import engine_jobs
 from stalwart.master.queries.rows import Conn
+from stalwart.master.scheduling import engine_runs
 from stalwart.master.service import Master
 from stalwart.rm import Gang
 from stalwart.rm.slurm import SlurmCli, SlurmError
@@ -128,30 +128,15 @@ def submit(m: Master, conn: Conn, cli: SlurmCli, cfg: SlurmConfig, gang: Gang) -
         as_uid = user if os.geteuid() == 0 and user != getpass.getuser() else None
         job_id = cli.submit(sbatch_args(spec), batch_script(spec), env={JOIN_TOKEN_ENV: token}, as_uid=as_uid)
     except CannotSubmit as why:
-        fail(m, conn, gang.allocation_id, str(why), ExitReason.SETUP_FAILED)
+        engine_runs.fail(m, conn, gang.allocation_id, str(why), ExitReason.SETUP_FAILED)
         return None
     except SlurmError as err:
         if any(word in str(err) for word in TRANSIENT):
-            wait_reason(conn, gang, f"Slurm did not take the job yet: {err}")
+            engine_runs.wait_reason(conn, gang, f"Slurm did not take the job yet: {err}")
             return None
-        fail(m, conn, gang.allocation_id, f"Slurm refused the job: {err}", ExitReason.SETUP_FAILED)
+        engine_runs.fail(m, conn, gang.allocation_id, f"Slurm refused the job: {err}", ExitReason.SETUP_FAILED)
         return None
     engine_jobs.set_submitted(conn, gang.allocation_id, job_id, tokens.credential_hash(token))
     log.info("allocation %s submitted as Slurm job %s (partition %s, as %s)", gang.allocation_id, job_id, gang.pool,
              user)
     return job_id
-
-
-def wait_reason(conn: Conn, gang: Gang, reason: str) -> None:
-    if gang.pending_reason != reason:
-        allocation_rows.set_pending_reason(conn, gang.allocation_id, reason)
-
-
-def fail(m: Master, conn: Conn, allocation_id: str, why: str, reason: ExitReason, exit_code: int = 1) -> None:
-    """The run ends without having run: `why` goes to its log."""
-    row = allocation_rows.get(conn, allocation_id)
-    insert_logs(conn, [{"trial_id": row["trial_id"], "allocation_id": allocation_id, "log": why, "level": "ERROR",
-                        "source": "master", "stdtype": "stderr"}])
-    if reason is ExitReason.SETUP_FAILED:
-        allocation_rows.set_exit_reason(conn, allocation_id, reason.value)
-    lifecycle.allocation_exited(m, conn, allocation_id, exit_code, ExitReason.EXITED)

@@ -1,0 +1,264 @@
+"""The Kubernetes resource manager: each allocation of its pools is one pod per container (each pod a Job), running
+the one-shot agent in the task's image (docs/kubernetes.md).
+
+`submit` creates a PENDING gang's pods only when the pool's nodes have room for all of them now (their allocatable
+GPUs or CPUs less what this master's pods ask), in queue order, so pods of a gang are not left holding resources
+while the rest cannot be placed; if Kubernetes still leaves some unplaced (other tenants' pods) for longer than
+`gang_start_timeout`, all of them are deleted and the run queues again. `reconcile` reads the pod informers' caches
+(kept current by watches): a run whose pods all run is placed on its one-shot agents `<name>-<rank>`; a waiting pod's
+reason is the run's; a pod that fails before its agent joins fails the run with its log's tail; a pod evicted,
+deleted or lost under a placed run ends it as a lost node's (re-queued from its checkpoint, uncounted); the pods and
+Secret of ended runs are deleted. The rows are the state of record: a restarted master lists the pods again and
+finds its runs by label."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from stalwart.api.states import AllocationState as A, ExitReason
+from stalwart.master.allocations import lifecycle
+from stalwart.master.queries import agents as agent_rows, allocations as allocation_rows, engine_jobs
+from stalwart.master.queries.rows import Conn, Row
+from stalwart.master.scheduling import engine_runs, k8s_capacity, k8s_submit, placing
+from stalwart.master.service import Master
+from stalwart.rm import Gang, PoolCapacity, QueueEntry, ResourceManager, RunStatus
+from stalwart.rm.kubernetes import KubeError, pods as manifests
+
+log = logging.getLogger(__name__)
+LOST_REASONS = ("Evicted", "NodeLost", "Preempting", "Shutdown", "Terminated", "DeadlineExceeded")
+
+
+class KubernetesManager(ResourceManager):
+    """The Kubernetes manager of `pools`, opened on the master `m` inside the transaction `conn`."""
+
+    type = "kubernetes"
+
+    def __init__(self, m: Master, conn: Conn, pools: Sequence[str]) -> None:
+        self.m, self.conn, self._pools = m, conn, tuple(pools)
+        self.cfg = m.settings.cluster.kubernetes
+        self.links = k8s_submit.links(m)
+        self._pods: dict[str, dict[int, dict[str, Any]]] | None = None
+
+    def pools(self) -> tuple[str, ...]:
+        return self._pools
+
+    def _namespaces(self) -> set[str]:
+        return {k8s_submit.namespace_of(self.cfg, k8s_submit.pool_of(self.m, p)) for p in self._pools}
+
+    def runs_pods(self) -> dict[str, dict[int, dict[str, Any]]]:
+        """Allocation id -> rank -> pod, for this master's pods (read once per opening)."""
+        if self._pods is None:
+            by_run: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
+            for pod in self.links.pods(self.m, self._namespaces()).values():
+                lab = (pod.get("metadata") or {}).get("labels") or {}
+                if manifests.LABEL_ALLOCATION in lab:
+                    by_run[lab[manifests.LABEL_ALLOCATION]][int(lab.get(manifests.LABEL_RANK) or 0)] = pod
+            self._pods = dict(by_run)
+        return self._pods
+
+    # -- the pass ---------------------------------------------------------------------------------------------------
+    def submit(self, gangs: Sequence[Gang]) -> None:
+        """Each PENDING gang without pods, in queue order, gets them where all fit now."""
+        waiting = [g for g in gangs if g.state == A.PENDING.value and not g.kill_requested]
+        submitted = engine_jobs.submitted(self.conn, [g.allocation_id for g in waiting])
+        todo = [g for g in waiting if g.allocation_id not in submitted]
+        if not todo:
+            return
+        room = k8s_capacity.Room.of(self.m, self.links.api.nodes(), self.runs_pods(), self._pools)
+        for g in sorted(todo, key=lambda g: (g.priority, g.queue_position, g.submitted_at, g.allocation_id)):
+            owner = engine_jobs.owner_of(self.conn, g.allocation_id)
+            try:
+                run = k8s_submit.run_pods(self.m, g, owner["config"])
+            except k8s_submit.CannotSubmit as why:
+                engine_runs.fail(self.m, self.conn, g.allocation_id, str(why), ExitReason.SETUP_FAILED)
+                continue
+            short = room.take(g.pool, run)
+            if short is not None:
+                engine_runs.wait_reason(self.conn, g, short)
+                continue
+            k8s_submit.submit(self.m, self.conn, self.links.api, run)
+
+    def reconcile(self) -> None:
+        """Every live run that has pods against them; then the pods of ended runs are deleted."""
+        try:
+            by_run = self.runs_pods()
+        except KubeError as err:  # the API is away: nothing is decided on no news
+            log.warning("could not read the pods: %s", err)
+            return
+        reasons: dict[str, str] = {}
+        rows = [r for r in allocation_rows.live_with_jobs(self.conn) if r["engine_job_id"] is not None]
+        for row in rows:
+            if (row["resource_pool"] or self._pools[0]) in self._pools:
+                self._follow(row, by_run.get(row["id"], {}), reasons)
+        engine_jobs.set_pending_reasons(self.conn, reasons)
+        self._delete_ended(by_run, {r["id"] for r in rows})
+        engine_jobs.remove_ended_one_shot_agents(self.conn)
+
+    def _follow(self, row: Row, pods: dict[int, dict[str, Any]], reasons: dict[str, str]) -> None:
+        expected = _pod_count(pods)
+        phases = {rank: _phase(p) for rank, p in pods.items()}
+        if row["state"] == A.PENDING.value:
+            if row["kill_requested"]:
+                return
+            ended = [r for r, ph in phases.items() if ph in ("Failed", "Succeeded", "Gone")]
+            if ended:
+                self._failed_before_joining(row, pods[ended[0]])
+            elif len(pods) == expected and all(ph == "Running" for ph in phases.values()):
+                self._place(row, pods)
+            else:
+                self._waiting(row, pods, expected, reasons)
+            return
+        gone = [r for r in range(expected) if r not in pods or phases[r] in ("Failed", "Gone")
+                or (pods[r].get("metadata") or {}).get("deletionTimestamp")]
+        if gone:
+            pod = pods.get(gone[0])
+            self._delete(row)
+            engine_runs.lose(self.m, self.conn, row, f"pod {_name(pod) or row['engine_job_id']} is gone under the "
+                             f"running trial ({_why_gone(pod)}); the trial resumes from its latest checkpoint")
+        elif row["state"] == A.ASSIGNED.value and engine_runs.join_overdue(self.conn, row, self.cfg.job_start_timeout):
+            self._delete(row)
+            engine_runs.fail(self.m, self.conn, row["id"], f"its pods run, but their agents did not join within "
+                             f"job_start_timeout ({self.cfg.job_start_timeout:.0f} s)", ExitReason.EXITED)
+
+    def _place(self, row: Row, pods: dict[int, dict[str, Any]]) -> None:
+        nodes = []
+        for rank in sorted(pods):
+            pod = pods[rank]
+            spec, status = pod.get("spec") or {}, pod.get("status") or {}
+            slots = int(manifests.pod_requests(pod)["cpu" if self.cfg.cpu_slots else "gpu"] /
+                        ((self.cfg.cpu_request or 1.0) if self.cfg.cpu_slots else 1.0))
+            nodes.append(engine_runs.EngineNode(f"{row['engine_job_id']}-{rank}", spec.get("nodeName") or "?",
+                                                status.get("podIP"), slots))
+        engine_runs.place(self.m, self.conn, row, nodes, row["resource_pool"] or self._pools[0],
+                          "cpu" if self.cfg.cpu_slots else self.cfg.slot_type)
+
+    def _waiting(self, row: Row, pods: dict[int, dict[str, Any]], expected: int, reasons: dict[str, str]) -> None:
+        unplaced = [(r, p) for r, p in sorted(pods.items()) if not (p.get("spec") or {}).get("nodeName")]
+        why = _unschedulable(unplaced[0][1]) if unplaced else None
+        reason = f"pod {_name(unplaced[0][1])}: {why}" if why else "waiting for its pods to start"
+        if row["pending_reason"] != reason:
+            reasons[row["id"]] = reason
+        oldest = min((_created(p) for p in pods.values()), default=time.time())
+        partial = len(pods) < expected or (unplaced and len(unplaced) < len(pods))
+        if partial and time.time() - oldest > self.cfg.gang_start_timeout:
+            self._delete(row)
+            engine_jobs.clear_submitted(self.conn, row["id"])
+            reasons[row["id"]] = (f"only some of its {expected} pods could be placed within gang_start_timeout "
+                                  f"({self.cfg.gang_start_timeout:.0f} s): all were deleted; it waits for room "
+                                  "for all of them at once")
+
+    def _failed_before_joining(self, row: Row, pod: dict[str, Any]) -> None:
+        tail = self.links.api.pod_log_tail(pod["metadata"].get("namespace") or self.cfg.default_namespace,
+                                           pod["metadata"]["name"])
+        why = (f"pod {_name(pod)} ended before its agent joined ({_why_gone(pod)})"
+               + (f"; its log ends with:\n{tail}" if tail.strip() else ""))
+        self._delete(row)
+        engine_runs.fail(self.m, self.conn, row["id"], why, ExitReason.EXITED)
+
+    def _delete(self, row: Row, grace_s: int | None = None) -> None:
+        self._delete_run(row["id"], row["engine_job_id"], row["resource_pool"], grace_s)
+
+    def _delete_run(self, allocation_id: str, name: str | None, pool: str | None, grace_s: int | None = None) -> None:
+        """The run's Jobs (its pods) and Secret, found by its pods where the informer has them, else by name."""
+        pods = self.runs_pods().get(allocation_id, {})
+        any_pod = next(iter(pods.values()), None)
+        if any_pod is not None:
+            namespace = str(any_pod["metadata"].get("namespace") or self.cfg.default_namespace)
+            name = name or _job_of(any_pod).rsplit("-", 1)[0]
+        elif pool in self._pools and pool is not None:
+            namespace = k8s_submit.namespace_of(self.cfg, k8s_submit.pool_of(self.m, pool))
+        else:
+            namespace = self.cfg.default_namespace
+        if not name:
+            return
+        try:
+            k8s_submit.delete_run(self.links.api, namespace, name, _pod_count(pods), grace_s)
+        except KubeError as err:  # still there at the next pass: deleted then
+            log.warning("could not delete the pods of %s: %s", allocation_id, err)
+
+    def _delete_ended(self, by_run: dict[str, dict[int, dict[str, Any]]], live: set[str]) -> None:
+        """Pods of runs that ended here (or that this master never had) are deleted with their Secrets; pods
+        already being deleted are left to finish."""
+        for aid, pods in by_run.items():
+            if aid not in live and any(not (p.get("metadata") or {}).get("deletionTimestamp") for p in pods.values()):
+                self._delete_run(aid, None, None)
+
+    # -- asked by the master ----------------------------------------------------------------------------------------
+    def kill(self, allocation_id: str) -> None:
+        lifecycle.request_kill(self.m, self.conn, allocation_rows.get(self.conn, allocation_id))
+
+    def preempt(self, allocation_id: str) -> None:
+        lifecycle.request_preemption(self.m, self.conn, allocation_id)
+
+    def status(self, allocation_id: str) -> RunStatus:
+        """As the rows say, with each container's node named as Kubernetes names it (the pod's node)."""
+        status = placing.run_status(self.conn, allocation_id)
+        hosts = {c.node: _hostname(agent_rows.find(self.conn, c.node)) for c in status.containers}
+        return dataclasses.replace(status, containers=tuple(
+            dataclasses.replace(c, node=hosts[c.node] or c.node) for c in status.containers))
+
+    def capacity(self) -> list[PoolCapacity]:
+        return k8s_capacity.capacity(self.m, self.links.api.nodes(), self.runs_pods(), self._pools)
+
+    def queue(self) -> list[QueueEntry]:
+        return placing.queue_of(self.conn, self._pools)
+
+
+def _pod_count(pods: dict[int, dict[str, Any]]) -> int:
+    """How many pods the run has, as its pods' label says (1 when none is seen)."""
+    for pod in pods.values():
+        count = ((pod.get("metadata") or {}).get("labels") or {}).get(manifests.LABEL_PODS)
+        if count:
+            return int(count)
+    return max([r + 1 for r in pods] or [1])
+
+
+def _hostname(row: Row | None) -> str | None:
+    return None if row is None else row["hostname"]
+
+
+def _phase(pod: dict[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def _name(pod: dict[str, Any] | None) -> str:
+    return str(((pod or {}).get("metadata") or {}).get("name") or "")
+
+
+def _job_of(pod: dict[str, Any]) -> str:
+    lab = (pod.get("metadata") or {}).get("labels") or {}
+    return str(lab.get("job-name") or lab.get("batch.kubernetes.io/job-name") or _name(pod))
+
+
+def _created(pod: dict[str, Any]) -> float:
+    text = (pod.get("metadata") or {}).get("creationTimestamp")
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return time.time()
+
+
+def _unschedulable(pod: dict[str, Any]) -> str | None:
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            return str(cond.get("message") or cond.get("reason") or "not scheduled yet")
+    return None
+
+
+def _why_gone(pod: dict[str, Any] | None) -> str:
+    if pod is None:
+        return "deleted"
+    status = pod.get("status") or {}
+    if status.get("reason"):
+        return f"{status['reason']}: {status.get('message') or ''}".rstrip(": ")
+    for cs in status.get("containerStatuses") or []:
+        term = (cs.get("state") or {}).get("terminated")
+        if term:
+            return f"container exited with code {term.get('exitCode')} ({term.get('reason') or 'Error'})"
+    return "being deleted" if (pod.get("metadata") or {}).get("deletionTimestamp") else _phase(pod)
