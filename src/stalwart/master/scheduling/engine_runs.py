@@ -4,18 +4,20 @@ without having run (its reason in its log), a waiting run's reason, and a line i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from stalwart.api.states import AllocationState as A, ExitReason
 from stalwart.master.allocations import containers, lifecycle
 from stalwart.master.logs import insert_logs
 from stalwart.master.queries import agents as agent_rows, allocations as allocation_rows, engine_jobs
-from stalwart.master.queries.rows import Conn, Row
+from stalwart.master.queries.rows import Conn
 from stalwart.master.scheduling import placing
 from stalwart.master.service import Master, now
 from stalwart.rm import Gang
 
+Row = Mapping[Any, Any]  # an allocation row (a query's, or `live_with_jobs`' dict)
 
 @dataclass(frozen=True)
 class EngineNode:

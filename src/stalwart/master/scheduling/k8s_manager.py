@@ -17,20 +17,21 @@ import dataclasses
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from stalwart.api.states import AllocationState as A, ExitReason
 from stalwart.master.allocations import lifecycle
 from stalwart.master.queries import agents as agent_rows, allocations as allocation_rows, engine_jobs
-from stalwart.master.queries.rows import Conn, Row
+from stalwart.master.queries.rows import Conn
 from stalwart.master.scheduling import engine_runs, k8s_capacity, k8s_submit, placing
 from stalwart.master.service import Master
 from stalwart.rm import Gang, PoolCapacity, QueueEntry, ResourceManager, RunStatus
 from stalwart.rm.kubernetes import KubeError, pods as manifests
 
 log = logging.getLogger(__name__)
+Row = Mapping[Any, Any]  # an allocation row (a query's, or `live_with_jobs`' dict)
 LOST_REASONS = ("Evicted", "NodeLost", "Preempting", "Shutdown", "Terminated", "DeadlineExceeded")
 
 
@@ -139,12 +140,17 @@ class KubernetesManager(ResourceManager):
                           "cpu" if self.cfg.cpu_slots else self.cfg.slot_type)
 
     def _waiting(self, row: Row, pods: dict[int, dict[str, Any]], expected: int, reasons: dict[str, str]) -> None:
-        unplaced = [(r, p) for r, p in sorted(pods.items()) if not (p.get("spec") or {}).get("nodeName")]
-        why = _unschedulable(unplaced[0][1]) if unplaced else None
-        reason = f"pod {_name(unplaced[0][1])}: {why}" if why else "waiting for its pods to start"
+        """Why the run's pods do not all run yet (the first pod that waits says); pods placed only in part for
+        longer than `gang_start_timeout` are all deleted (the run queues again), and a pod whose container cannot
+        start (its image, its configuration) for longer than `job_start_timeout` fails the run."""
+        waiting = [(r, p) for r, p in sorted(pods.items()) if _phase(p) != "Running"]
+        first = waiting[0][1] if waiting else None
+        why = (_unschedulable(first) or _container_waiting(first)) if first is not None else None
+        reason = f"pod {_name(first)}: {why}" if why else "waiting for its pods to start"
         if row["pending_reason"] != reason:
             reasons[row["id"]] = reason
         oldest = min((_created(p) for p in pods.values()), default=time.time())
+        unplaced = [p for _, p in waiting if not (p.get("spec") or {}).get("nodeName")]
         partial = len(pods) < expected or (unplaced and len(unplaced) < len(pods))
         if partial and time.time() - oldest > self.cfg.gang_start_timeout:
             self._delete(row)
@@ -152,6 +158,11 @@ class KubernetesManager(ResourceManager):
             reasons[row["id"]] = (f"only some of its {expected} pods could be placed within gang_start_timeout "
                                   f"({self.cfg.gang_start_timeout:.0f} s): all were deleted; it waits for room "
                                   "for all of them at once")
+        elif first is not None and not unplaced and _container_waiting(first) and \
+                time.time() - oldest > self.cfg.job_start_timeout:
+            self._delete(row)
+            engine_runs.fail(self.m, self.conn, row["id"], f"{reason}; its container did not start within "
+                             f"job_start_timeout ({self.cfg.job_start_timeout:.0f} s)", ExitReason.SETUP_FAILED)
 
     def _failed_before_joining(self, row: Row, pod: dict[str, Any]) -> None:
         tail = self.links.api.pod_log_tail(pod["metadata"].get("namespace") or self.cfg.default_namespace,
@@ -248,6 +259,15 @@ def _unschedulable(pod: dict[str, Any]) -> str | None:
     for cond in (pod.get("status") or {}).get("conditions") or []:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
             return str(cond.get("message") or cond.get("reason") or "not scheduled yet")
+    return None
+
+
+def _container_waiting(pod: dict[str, Any]) -> str | None:
+    """A placed pod's container that cannot start yet: its reason and message (ImagePullBackOff, ...)."""
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        waiting = (cs.get("state") or {}).get("waiting")
+        if waiting and waiting.get("reason") not in (None, "ContainerCreating", "PodInitializing"):
+            return f"{waiting['reason']}: {waiting.get('message') or ''}".rstrip(": ")
     return None
 
 
