@@ -95,22 +95,26 @@ def project_rows(projects: list[Project]) -> list[tuple[Any, ...]]:
 @click.option("--default-aux-pool", default=None, help="The pool its CPU-only tasks use by default.")
 @click.option("--checkpoint-storage-config-file", "storage", default=None, metavar="FILE",
               help="A YAML or JSON file with the checkpoint storage its experiments use by default.")
+@click.option("--kubernetes-namespace", default=None, metavar="NAMESPACE",
+              help="Where its pods go under a Kubernetes resource manager (admins only).")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.pass_context
 def create(ctx: click.Context, name: str, agent_uid: int | None, agent_gid: int | None, agent_user: str | None,
            agent_group: str | None, default_compute_pool: str | None, default_aux_pool: str | None,
-           storage: str | None, as_json: bool) -> None:
+           storage: str | None, kubernetes_namespace: str | None, as_json: bool) -> None:
     """Create a workspace, with its own settings and projects.
 
     Workspace NAME starts with a project of its own named Uncategorized (`project create NAME PROJECT` adds
     more). Its options set where its
     work runs by default (--default-compute-pool, --default-aux-pool), where its experiments' checkpoints go
-    (--checkpoint-storage-config-file) and, with all four --agent-* options, the OS user its tasks run as on
-    agents that run as root. `edit` changes them later."""
+    (--checkpoint-storage-config-file), with all four --agent-* options, the OS user its tasks run as on
+    agents that run as root, and the Kubernetes namespace its pods go to (--kubernetes-namespace). `edit` changes
+    them later."""
     runs_as, checkpoints = agent_user_group(agent_uid, agent_gid, agent_user, agent_group), storage_file(storage)
     made = client_of(ctx).create_workspace(
         name, agent_user_group=runs_as, checkpoint_storage_config=checkpoints,
-        default_compute_pool=default_compute_pool, default_aux_pool=default_aux_pool)
+        default_compute_pool=default_compute_pool, default_aux_pool=default_aux_pool,
+        kubernetes_namespace=kubernetes_namespace)
     if as_json:
         output.print_json(made)
         return
@@ -170,21 +174,23 @@ def list_projects(ctx: click.Context, name: str, fmt: output.Format) -> None:
 @click.option("--default-aux-pool", default=None, help="The pool its CPU-only tasks use by default.")
 @click.option("--checkpoint-storage-config-file", "storage", default=None, metavar="FILE",
               help="A YAML or JSON file with the checkpoint storage its experiments use by default.")
+@click.option("--kubernetes-namespace", default=None, metavar="NAMESPACE",
+              help="Where its pods go under a Kubernetes resource manager (admins only).")
 @click.pass_context
 def edit(ctx: click.Context, name: str, new_name: str | None, agent_uid: int | None, agent_gid: int | None,
          agent_user: str | None, agent_group: str | None, default_compute_pool: str | None,
-         default_aux_pool: str | None, storage: str | None) -> None:
+         default_aux_pool: str | None, storage: str | None, kubernetes_namespace: str | None) -> None:
     """Rename a workspace or change its settings.
 
-    Only what is given changes: its name, its default pools, its checkpoint storage, or (all four --agent-*
-    options) the OS user its tasks run as. The Uncategorized workspace cannot be renamed."""
+    Only what is given changes: its name, its default pools, its checkpoint storage, its Kubernetes namespace, or
+    (all four --agent-* options) the OS user its tasks run as. The Uncategorized workspace cannot be renamed."""
     changes: dict[str, Any] = {
         "name": new_name, "agent_user_group": agent_user_group(agent_uid, agent_gid, agent_user, agent_group),
         "checkpoint_storage_config": storage_file(storage), "default_compute_pool": default_compute_pool,
-        "default_aux_pool": default_aux_pool}
+        "default_aux_pool": default_aux_pool, "kubernetes_namespace": kubernetes_namespace}
     if all(v is None for v in changes.values()):
         raise InvalidRequest("nothing to change: give --name, the --agent-* options, --default-compute-pool, "
-                             "--default-aux-pool or --checkpoint-storage-config-file")
+                             "--default-aux-pool, --checkpoint-storage-config-file or --kubernetes-namespace")
     client = client_of(ctx)
     changed = client.edit_workspace(client.workspace_by_name(name).id, **changes)
     output.console.print(f"Workspace {changed.name} (id {changed.id}) changed.")

@@ -38,6 +38,7 @@ class Workspace(Response):
     defaultComputePool: str | None = None
     defaultAuxPool: str | None = None
     boundPools: list[str] = Field(default_factory=list)
+    kubernetesNamespace: str | None = None
 
 
 class WorkspaceEnvelope(Response):
@@ -46,6 +47,10 @@ class WorkspaceEnvelope(Response):
 
 class WorkspaceList(Response):
     workspaces: list[Workspace]
+
+
+K8sNamespace = Annotated[str, Field(max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")]
+"""A Kubernetes namespace name (a DNS-1123 label: lowercase letters, digits and '-', at most 63)."""
 
 
 class AgentUserGroupRequest(Request):
@@ -61,6 +66,7 @@ class CreateWorkspace(Request):
     checkpointStorageConfig: dict[str, Any] | None = None
     defaultComputePool: PoolName | None = None
     defaultAuxPool: PoolName | None = None
+    kubernetesNamespace: K8sNamespace | None = None
 
 
 class PatchWorkspace(Request):
@@ -71,6 +77,7 @@ class PatchWorkspace(Request):
     checkpointStorageConfig: dict[str, Any] | None = None
     defaultComputePool: PoolName | None = None
     defaultAuxPool: PoolName | None = None
+    kubernetesNamespace: K8sNamespace | None = None
 
 
 class Project(Response):

@@ -307,3 +307,20 @@ def bind(conn: Conn, pool: str, workspace_id: int) -> None:
 
 def unbind(conn: Conn, pool: str, workspace_id: int) -> None:
     conn.execute(t.pool_bindings.delete().where(_B.pool == pool, _B.workspace_id == workspace_id))
+
+
+def kubernetes_namespace_of_project(conn: Conn, project_id: int | None) -> str | None:
+    """The Kubernetes namespace the workspace of `project_id` is bound to (None: none)."""
+    if project_id is None:
+        return None
+    q = (sa.select(_W.kubernetes_namespace)
+         .select_from(t.projects.join(t.workspaces, t.projects.c.workspace_id == _W.id))
+         .where(t.projects.c.id == project_id))
+    found = conn.execute(q).scalar()
+    return str(found) if found else None
+
+
+def kubernetes_namespaces(conn: Conn) -> set[str]:
+    """Every Kubernetes namespace a workspace is bound to."""
+    return {str(n) for n in conn.execute(sa.select(_W.kubernetes_namespace).where(
+        _W.kubernetes_namespace.is_not(None)).distinct()).scalars()}

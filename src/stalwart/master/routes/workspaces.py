@@ -77,9 +77,12 @@ async def list_workspaces(request: Request, name: NameQuery = None, archived: Ar
 
 
 def _may_set_agent_user(request: Request, fields: dict[str, Any]) -> None:
-    """Naming the OS user a workspace's tasks run as needs set_agent_user (on the whole cluster: admins)."""
+    """Naming the OS user a workspace's tasks run as needs set_agent_user, and binding it to a Kubernetes namespace
+    needs bind_pools (both on the whole cluster: admins)."""
     if fields.get("agentUserGroup") is not None:
         authz.require(master(request), identity(request), P.SET_AGENT_USER)
+    if "kubernetesNamespace" in fields:
+        authz.require(master(request), identity(request), P.BIND_POOLS)
 
 
 @route(router, "POST", "/workspaces")

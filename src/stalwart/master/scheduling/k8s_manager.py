@@ -23,7 +23,12 @@ from typing import Any
 
 from stalwart.api.states import AllocationState as A, ExitReason
 from stalwart.master.allocations import lifecycle
-from stalwart.master.queries import agents as agent_rows, allocations as allocation_rows, engine_jobs
+from stalwart.master.queries import (
+    agents as agent_rows,
+    allocations as allocation_rows,
+    engine_jobs,
+    workspaces as workspace_rows,
+)
 from stalwart.master.queries.rows import Conn
 from stalwart.master.scheduling import engine_runs, k8s_capacity, k8s_submit, placing
 from stalwart.master.service import Master
@@ -50,7 +55,9 @@ class KubernetesManager(ResourceManager):
         return self._pools
 
     def _namespaces(self) -> set[str]:
-        return {k8s_submit.namespace_of(self.cfg, k8s_submit.pool_of(self.m, p)) for p in self._pools}
+        """The pools' namespaces and those workspaces are bound to: where this master's pods may be."""
+        pools = {k8s_submit.namespace_of(self.cfg, k8s_submit.pool_of(self.m, p)) for p in self._pools}
+        return pools | workspace_rows.kubernetes_namespaces(self.conn)
 
     def runs_pods(self) -> dict[str, dict[int, dict[str, Any]]]:
         """Allocation id -> rank -> pod, for this master's pods (read once per opening)."""
@@ -75,7 +82,8 @@ class KubernetesManager(ResourceManager):
         for g in sorted(todo, key=lambda g: (g.priority, g.queue_position, g.submitted_at, g.allocation_id)):
             owner = engine_jobs.owner_of(self.conn, g.allocation_id)
             try:
-                run = k8s_submit.run_pods(self.m, g, owner["config"])
+                bound = workspace_rows.kubernetes_namespace_of_project(self.conn, owner["project_id"])
+                run = k8s_submit.run_pods(self.m, g, owner["config"], bound)
             except k8s_submit.CannotSubmit as why:
                 engine_runs.fail(self.m, self.conn, g.allocation_id, str(why), ExitReason.SETUP_FAILED)
                 continue

@@ -1,7 +1,8 @@
-"""Submitting one allocation to Kubernetes (docs/kubernetes.md): its namespace (the pool's `kubernetes_namespace`,
-else `default_namespace`), its pods (the run's slots split by `max_slots_per_pod`, each pod one Job built by
-`rm.kubernetes.pods` from the task's image and `environment.pod_spec`, else the pool's `cpu_pod_spec` /
-`gpu_pod_spec`), and its single-use join credential: only its hash is kept, and the pods read it from a Secret.
+"""Submitting one allocation to Kubernetes (docs/kubernetes.md): its namespace (its workspace's, else the pool's
+`kubernetes_namespace`, else `default_namespace`), its pods (the run's slots split by `max_slots_per_pod`, each pod
+one Job built by `rm.kubernetes.pods` from the task's image and `environment.pod_spec`, else the pool's
+`cpu_pod_spec` / `gpu_pod_spec`), and its single-use join credential: only its hash is kept, and the pods read it
+from a Secret.
 
 Also the master's lasting links to the API (`links`): one client and one pod informer per namespace, made on first
 use and kept across passes in `Master.engine_links`."""
@@ -120,8 +121,9 @@ def _pod_spec(config: dict[str, Any], defaults: dict[str, Any], kind: str) -> di
     return dict(defaults.get("cpu_pod_spec" if kind == "cpu" else "gpu_pod_spec") or {})
 
 
-def run_pods(m: Master, gang: Gang, config: dict[str, Any]) -> RunPods:
-    """The run's pods as `config` (its experiment's or command's) and its pool ask; `CannotSubmit` names the fix."""
+def run_pods(m: Master, gang: Gang, config: dict[str, Any], workspace_namespace: str | None = None) -> RunPods:
+    """The run's pods as `config` (its experiment's or command's) and its pool ask, in its workspace's namespace
+    where it has one; `CannotSubmit` names the fix."""
     cfg = m.settings.cluster.kubernetes
     pool = pool_of(m, gang.pool)
     defaults = {**m.settings.cluster.task_container_defaults, **pool.task_container_defaults}
@@ -132,7 +134,7 @@ def run_pods(m: Master, gang: Gang, config: dict[str, Any]) -> RunPods:
         count, slots = manifests.split_slots(gang.slots, per_pod)
     except PodSpecError as err:
         raise CannotSubmit(str(err)) from err
-    return RunPods(name=run_name(cfg, gang.allocation_id), namespace=namespace_of(cfg, pool),
+    return RunPods(name=run_name(cfg, gang.allocation_id), namespace=workspace_namespace or namespace_of(cfg, pool),
                    prefix=cfg.job_name_prefix, allocation_id=gang.allocation_id, pool=gang.pool, pods=count,
                    slots_per_pod=slots, slot_type=kind, image=_image(config, defaults, kind),
                    command=cfg.agent_command, master_url=master_url(m, cfg), cpu_request=cfg.cpu_request,

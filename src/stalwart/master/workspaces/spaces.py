@@ -63,7 +63,8 @@ def _view(ws: Row, projects: dict[int, int], experiments: dict[int, int],
             "agentUserGroup": agent if any(v is not None for v in agent.values()) else None,
             "checkpointStorageConfig": secrets.redact_storage(ws["checkpoint_storage"]),  # its secrets hidden
             "defaultComputePool": ws["default_compute_pool"],
-            "defaultAuxPool": ws["default_aux_pool"], "boundPools": bound}
+            "defaultAuxPool": ws["default_aux_pool"], "boundPools": bound,
+            "kubernetesNamespace": ws["kubernetes_namespace"]}
 
 
 def project_view(pj: Row, num_experiments: int = 0) -> dict[str, Any]:
@@ -74,7 +75,8 @@ def project_view(pj: Row, num_experiments: int = 0) -> dict[str, Any]:
 
 
 def _settings(m: Master, fields: dict[str, Any], stored: Row | None = None) -> dict[str, Any]:
-    """Workspace columns from request fields (agentUserGroup, checkpointStorageConfig, default pools), each
+    """Workspace columns from request fields (agentUserGroup, checkpointStorageConfig, default pools, the
+    Kubernetes namespace its pods go to), each
     checked: 400 naming the field and what is wrong. A storage secret given as the placeholder keeps the one
     `stored` (the workspace being changed) holds (config/secrets.py)."""
     out: dict[str, Any] = {}
@@ -96,6 +98,8 @@ def _settings(m: Master, fields: dict[str, Any], stored: Row | None = None) -> d
                 raise InvalidRequest(f"{key}: {fields[key]!r} is not a resource pool of this cluster "
                                      f"({', '.join(pools)})")
             out[col] = fields[key]
+    if "kubernetesNamespace" in fields:
+        out["kubernetes_namespace"] = fields["kubernetesNamespace"] or None
     return out
 
 
