@@ -30,16 +30,27 @@ def new_id() -> str:
 
 
 class Signals:
-    """asyncio events keyed by name, used to wake long-polls (agent actions, preemption, logs)."""
+    """asyncio events keyed by name, used to wake long-polls (agent actions, preemption, logs). `notify` may be
+    called from any thread (a worker thread, a Kubernetes pod informer): off the event loop's thread it hands the
+    wake-up to the loop."""
 
     def __init__(self) -> None:
         self._events: dict[str, asyncio.Event] = defaultdict(asyncio.Event)
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def notify(self, key: str) -> None:
+        loop = self._loop
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # not on a loop's thread
+            if loop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(self._events[key].set)
+                return
         self._events[key].set()
 
     async def wait(self, key: str, timeout: float) -> None:
         """Wait until `key` is notified or `timeout` seconds pass (no wait when it is 0), then re-arm it."""
+        self._loop = asyncio.get_running_loop()
         ev = self._events[key]
         if timeout > 0:
             with contextlib.suppress(TimeoutError):

@@ -27,7 +27,11 @@ class KubeError(Exception):
 
 
 def _connect(cfg: KubernetesConfig) -> Any:
-    from kubernetes import client, config
+    try:
+        from kubernetes import client, config
+    except ImportError as err:
+        raise KubeError(0, "the Kubernetes resource manager needs the `kubernetes` package: pip install "
+                           "'stalwart[kubernetes]'") from err
 
     try:
         if cfg.kubeconfig:
