@@ -48,8 +48,15 @@ class KubernetesManager(ResourceManager):
     def __init__(self, m: Master, conn: Conn, pools: Sequence[str]) -> None:
         self.m, self.conn, self._pools = m, conn, tuple(pools)
         self.cfg = m.settings.cluster.kubernetes
-        self.links = k8s_submit.links(m)
+        self._links: k8s_submit.KubeLinks | None = None
         self._pods: dict[str, dict[int, dict[str, Any]]] | None = None
+
+    @property
+    def links(self) -> k8s_submit.KubeLinks:
+        """The master's links to the API, made on first use (a `KubeError` when it cannot be reached)."""
+        if self._links is None:
+            self._links = k8s_submit.links(self.m)
+        return self._links
 
     def pools(self) -> tuple[str, ...]:
         return self._pools
@@ -78,7 +85,13 @@ class KubernetesManager(ResourceManager):
         todo = [g for g in waiting if g.allocation_id not in submitted]
         if not todo:
             return
-        room = k8s_capacity.Room.of(self.m, self.links.api.nodes(), self.runs_pods(), self._pools)
+        try:
+            room = k8s_capacity.Room.of(self.m, self.links.api.nodes(), self.runs_pods(), self._pools)
+        except KubeError as err:  # the API is away: every run waits, saying so
+            k8s_submit.warn_unreachable(self.m, err)
+            for g in todo:
+                engine_runs.wait_reason(self.conn, g, f"the Kubernetes API cannot be reached: {err}")
+            return
         for g in sorted(todo, key=lambda g: (g.priority, g.queue_position, g.submitted_at, g.allocation_id)):
             owner = engine_jobs.owner_of(self.conn, g.allocation_id)
             try:
@@ -98,7 +111,7 @@ class KubernetesManager(ResourceManager):
         try:
             by_run = self.runs_pods()
         except KubeError as err:  # the API is away: nothing is decided on no news
-            log.warning("could not read the pods: %s", err)
+            k8s_submit.warn_unreachable(self.m, err)
             return
         reasons: dict[str, str] = {}
         rows = [r for r in allocation_rows.live_with_jobs(self.conn) if r["engine_job_id"] is not None]

@@ -10,6 +10,7 @@ use and kept across passes in `Master.engine_links`."""
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ from stalwart.rm.kubernetes import KubeApi, KubeError, PodInformer, PodSpecError
 log = logging.getLogger(__name__)
 _LINKS = "kubernetes"
 READY_WAIT_S = 10.0
+WARN_EVERY_S = 60.0
 
 
 class CannotSubmit(Exception):
@@ -66,6 +68,14 @@ def links(m: Master) -> KubeLinks:
         m.engine_links[_LINKS] = found
     assert isinstance(found, KubeLinks)
     return found
+
+
+def warn_unreachable(m: Master, err: KubeError) -> None:
+    """Log that the API cannot be reached: once a minute, not once a pass."""
+    last = m.engine_links.get("kubernetes:warned", 0.0)
+    if time.monotonic() - last >= WARN_EVERY_S:
+        m.engine_links["kubernetes:warned"] = time.monotonic()
+        log.warning("the Kubernetes API cannot be reached (runs wait until it can): %s", err)
 
 
 def close_links(m: Master) -> None:

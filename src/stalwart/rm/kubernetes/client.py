@@ -5,8 +5,9 @@ service account (`KUBERNETES_SERVICE_HOST` set), else the default kubeconfig (`K
 and watches are read undeserialized (JSON dicts, not the client's models: a thousand pods in milliseconds). Every
 failure is a `KubeError` with the API's status code (0: the API could not be reached) and its message.
 
-The calls, and the RBAC verbs they need (deploy/kubernetes/role.yaml grants exactly these): nodes list; pods list,
-watch, get (log), delete; jobs create, list, delete; secrets create, delete."""
+The calls, and the RBAC verbs they need (deploy/kubernetes/role.yaml grants exactly these; api-calls.txt there is the
+recorded list): nodes list; pods list, watch; pods/log get; jobs create, delete (their pods go with them); secrets
+create, delete."""
 
 from __future__ import annotations
 
@@ -112,10 +113,6 @@ class KubeApi:
             return str(self._call(self.core.read_namespaced_pod_log, name, namespace, tail_lines=lines))
         except KubeError:
             return ""
-
-    def job_names(self, namespace: str, selector: str) -> list[str]:
-        got = self._raw(self.batch.list_namespaced_job, namespace, label_selector=selector)
-        return [j["metadata"]["name"] for j in got.get("items") or []]
 
     # -- writes -------------------------------------------------------------------------------------------------------
     def create_job(self, namespace: str, body: dict[str, Any]) -> None:

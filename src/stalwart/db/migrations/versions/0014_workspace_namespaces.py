@@ -14,11 +14,11 @@ branch_labels = None
 depends_on = None
 
 
+# Plain ALTER TABLE (SQLite has ADD and DROP COLUMN): a batch copy of `workspaces` would have to drop a table that
+# projects' foreign keys point at.
 def upgrade() -> None:
-    with op.batch_alter_table('workspaces') as batch:
-        batch.add_column(sa.Column('kubernetes_namespace', sa.String(length=63), nullable=True))
+    op.add_column('workspaces', sa.Column('kubernetes_namespace', sa.String(length=63), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('workspaces') as batch:
-        batch.drop_column('kubernetes_namespace')
+    op.drop_column('workspaces', 'kubernetes_namespace')
