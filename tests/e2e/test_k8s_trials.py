@@ -14,8 +14,18 @@ import pytest
 import yaml
 from k8s_trials import IMAGE, failure_details, k8s_master, our_pods, running_pod
 
-from integration.helpers import DIGITS, REPO, checkpoints, create, digits_config, experiment, first_trial, live_run
-from integration.helpers import logs, wait_state
+from integration.helpers import (
+    DIGITS,
+    REPO,
+    checkpoints,
+    create,
+    digits_config,
+    experiment,
+    first_trial,
+    live_run,
+    logs,
+    wait_state,
+)
 
 pytestmark = pytest.mark.integration
 DISTRIBUTED = REPO / "examples" / "distributed"
