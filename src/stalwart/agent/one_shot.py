@@ -7,6 +7,7 @@ lost node's, so the run resumes from its latest checkpoint instead of counting a
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import pathlib
@@ -92,3 +93,15 @@ def run(agent: OneShotAgent, work_root: pathlib.Path) -> int:
 def take_join_token(name: str) -> str | None:
     """The join credential from the environment, removed from it (the task started later never sees it)."""
     return os.environ.pop(name, None)
+
+
+def arguments(prog: str, description: str | None) -> argparse.ArgumentParser:
+    """The arguments every one-shot agent takes: where the master is, which allocation, its pool, its slots."""
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    p.add_argument("--master", required=True)
+    p.add_argument("--allocation", required=True)
+    p.add_argument("--resource-pool", required=True)
+    p.add_argument("--slots", type=int, required=True)
+    p.add_argument("--slot-type", default="cuda")
+    p.add_argument("--runtime", default="process")
+    return p

@@ -20,14 +20,8 @@ JOIN_TOKEN_ENV = "STALWART_JOIN_TOKEN"
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python3 -m stalwart.agent.pod", description=__doc__)
-    p.add_argument("--master", required=True)
-    p.add_argument("--allocation", required=True)
-    p.add_argument("--resource-pool", required=True)
-    p.add_argument("--slots", type=int, required=True)
-    p.add_argument("--slot-type", default="cuda")
+    p = one_shot.arguments("python3 -m stalwart.agent.pod", __doc__)
     p.add_argument("--agent-id", required=True)
-    p.add_argument("--runtime", default="process")
     return p.parse_args(argv)
 
 

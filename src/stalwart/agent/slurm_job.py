@@ -16,14 +16,8 @@ from stalwart.rm.slurm.batch import JOIN_TOKEN_ENV, node_slots
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m stalwart.agent.slurm_job", description=__doc__)
-    p.add_argument("--master", required=True)
-    p.add_argument("--allocation", required=True)
-    p.add_argument("--resource-pool", required=True)
-    p.add_argument("--slots", type=int, required=True)
+    p = one_shot.arguments("python -m stalwart.agent.slurm_job", __doc__)
     p.add_argument("--slots-per-node", type=int, required=True)
-    p.add_argument("--slot-type", default="cuda")
-    p.add_argument("--runtime", default="process")
     return p.parse_args(argv)
 
 

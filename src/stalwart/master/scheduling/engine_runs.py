@@ -1,9 +1,12 @@
 """What every engine-backed manager (Slurm, Kubernetes) does with a run the same way: a started job's one-shot
 agents and its gang start, a job gone under a placed run (a lost node's end: re-queued, uncounted), a run that ends
-without having run (its reason in its log), a waiting run's reason, and a line in the run's log from the master."""
+without having run (its reason in its log), a waiting run's reason, and a line in the run's log from the master; and
+`EngineManager`, their common part of the interface (kill and preempt as the rows' requests, which the one-shot agents
+take like any agent's, status with the engine's node names, the queue from the rows)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +18,7 @@ from stalwart.master.queries import agents as agent_rows, allocations as allocat
 from stalwart.master.queries.rows import Conn
 from stalwart.master.scheduling import placing
 from stalwart.master.service import Master, now
-from stalwart.rm import Gang
+from stalwart.rm import Gang, QueueEntry, ResourceManager, RunStatus
 
 Row = Mapping[Any, Any]  # an allocation row (a query's, or `live_with_jobs`' dict)
 
@@ -87,3 +90,35 @@ def note_wait(conn: Conn, allocation_id: str, reason: str) -> None:
     """A waiting run's reason, by id (written only where it changed)."""
     if allocation_rows.get(conn, allocation_id)["pending_reason"] != reason:
         allocation_rows.set_pending_reason(conn, allocation_id, reason)
+
+
+class EngineManager(ResourceManager):
+    """A manager whose runs are an engine's jobs run by one-shot agents, opened on the master `m` inside the
+    transaction `conn` for `pools`."""
+
+    def __init__(self, m: Master, conn: Conn, pools: Sequence[str]) -> None:
+        self.m, self.conn, self._pools = m, conn, tuple(pools)
+
+    def pools(self) -> tuple[str, ...]:
+        return self._pools
+
+    def kill(self, allocation_id: str) -> None:
+        lifecycle.request_kill(self.m, self.conn, allocation_rows.get(self.conn, allocation_id))
+
+    def preempt(self, allocation_id: str) -> None:
+        lifecycle.request_preemption(self.m, self.conn, allocation_id)
+
+    def status(self, allocation_id: str) -> RunStatus:
+        """As the rows say, with each container's node named as the engine names it (not its one-shot agent's
+        id)."""
+        status = placing.run_status(self.conn, allocation_id)
+        hosts = {c.node: _hostname(agent_rows.find(self.conn, c.node)) for c in status.containers}
+        return dataclasses.replace(status, containers=tuple(
+            dataclasses.replace(c, node=hosts[c.node] or c.node) for c in status.containers))
+
+    def queue(self) -> list[QueueEntry]:
+        return placing.queue_of(self.conn, self._pools)
+
+
+def _hostname(row: Row | None) -> str | None:
+    return None if row is None else row["hostname"]

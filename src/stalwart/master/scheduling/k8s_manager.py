@@ -13,7 +13,6 @@ finds its runs by label."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections import defaultdict
@@ -22,17 +21,15 @@ from datetime import datetime
 from typing import Any
 
 from stalwart.api.states import AllocationState as A, ExitReason
-from stalwart.master.allocations import lifecycle
 from stalwart.master.queries import (
-    agents as agent_rows,
     allocations as allocation_rows,
     engine_jobs,
     workspaces as workspace_rows,
 )
 from stalwart.master.queries.rows import Conn
-from stalwart.master.scheduling import engine_runs, k8s_capacity, k8s_submit, placing
+from stalwart.master.scheduling import engine_runs, k8s_capacity, k8s_submit
 from stalwart.master.service import Master
-from stalwart.rm import Gang, PoolCapacity, QueueEntry, ResourceManager, RunStatus
+from stalwart.rm import Gang, PoolCapacity
 from stalwart.rm.kubernetes import KubeError, pods as manifests
 
 log = logging.getLogger(__name__)
@@ -40,13 +37,13 @@ Row = Mapping[Any, Any]  # an allocation row (a query's, or `live_with_jobs`' di
 LOST_REASONS = ("Evicted", "NodeLost", "Preempting", "Shutdown", "Terminated", "DeadlineExceeded")
 
 
-class KubernetesManager(ResourceManager):
+class KubernetesManager(engine_runs.EngineManager):
     """The Kubernetes manager of `pools`, opened on the master `m` inside the transaction `conn`."""
 
     type = "kubernetes"
 
     def __init__(self, m: Master, conn: Conn, pools: Sequence[str]) -> None:
-        self.m, self.conn, self._pools = m, conn, tuple(pools)
+        super().__init__(m, conn, pools)
         self.cfg = m.settings.cluster.kubernetes
         self._links: k8s_submit.KubeLinks | None = None
         self._pods: dict[str, dict[int, dict[str, Any]]] | None = None
@@ -57,9 +54,6 @@ class KubernetesManager(ResourceManager):
         if self._links is None:
             self._links = k8s_submit.links(self.m)
         return self._links
-
-    def pools(self) -> tuple[str, ...]:
-        return self._pools
 
     def _namespaces(self) -> set[str]:
         """The pools' namespaces and those workspaces are bound to: where this master's pods may be."""
@@ -222,24 +216,8 @@ class KubernetesManager(ResourceManager):
                 self._delete_run(aid, None, None)
 
     # -- asked by the master ----------------------------------------------------------------------------------------
-    def kill(self, allocation_id: str) -> None:
-        lifecycle.request_kill(self.m, self.conn, allocation_rows.get(self.conn, allocation_id))
-
-    def preempt(self, allocation_id: str) -> None:
-        lifecycle.request_preemption(self.m, self.conn, allocation_id)
-
-    def status(self, allocation_id: str) -> RunStatus:
-        """As the rows say, with each container's node named as Kubernetes names it (the pod's node)."""
-        status = placing.run_status(self.conn, allocation_id)
-        hosts = {c.node: _hostname(agent_rows.find(self.conn, c.node)) for c in status.containers}
-        return dataclasses.replace(status, containers=tuple(
-            dataclasses.replace(c, node=hosts[c.node] or c.node) for c in status.containers))
-
     def capacity(self) -> list[PoolCapacity]:
         return k8s_capacity.capacity(self.m, self.links.api.nodes(), self.runs_pods(), self._pools)
-
-    def queue(self) -> list[QueueEntry]:
-        return placing.queue_of(self.conn, self._pools)
 
 
 def _pod_count(pods: dict[int, dict[str, Any]]) -> int:
@@ -250,9 +228,6 @@ def _pod_count(pods: dict[int, dict[str, Any]]) -> int:
             return int(count)
     return max([r + 1 for r in pods] or [1])
 
-
-def _hostname(row: Row | None) -> str | None:
-    return None if row is None else row["hostname"]
 
 
 def _phase(pod: dict[str, Any]) -> str:

@@ -11,17 +11,15 @@ a master restart the jobs are found again through `allocations.engine_job_id`.""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Sequence
 
 from stalwart.api.states import AllocationState as A, ExitReason
-from stalwart.master.allocations import lifecycle
-from stalwart.master.queries import agents as agent_rows, allocations as allocation_rows, engine_jobs
+from stalwart.master.queries import engine_jobs
 from stalwart.master.queries.rows import Conn, Row
-from stalwart.master.scheduling import engine_runs, placing, slurm_submit
+from stalwart.master.scheduling import engine_runs, slurm_submit
 from stalwart.master.service import Master, now
-from stalwart.rm import Gang, PoolCapacity, QueueEntry, ResourceManager, RunStatus
+from stalwart.rm import Gang, PoolCapacity
 from stalwart.rm.slurm import SlurmCli, SlurmError, SlurmJob
 from stalwart.rm.slurm.batch import node_slots, slots_per_node
 
@@ -36,19 +34,16 @@ def agent_id_of(job_id: str, rank: int) -> str:
     return f"slurm-{job_id}-{rank}"
 
 
-class SlurmManager(ResourceManager):
+class SlurmManager(engine_runs.EngineManager):
     """The Slurm manager of `pools` (partitions), opened on the master `m` inside the transaction `conn`."""
 
     type = "slurm"
 
     def __init__(self, m: Master, conn: Conn, pools: Sequence[str]) -> None:
-        self.m, self.conn, self._pools = m, conn, tuple(pools)
+        super().__init__(m, conn, pools)
         self.cfg = m.settings.cluster.slurm
         self.cli = SlurmCli()
         self._reasons: dict[str, str] = {}  # a poll's changed pending reasons, written at its end
-
-    def pools(self) -> tuple[str, ...]:
-        return self._pools
 
     # -- the pass ---------------------------------------------------------------------------------------------------
     def submit(self, gangs: Sequence[Gang]) -> None:
@@ -148,19 +143,6 @@ class SlurmManager(ResourceManager):
         engine_runs.fail(self.m, self.conn, row["id"], why, ExitReason.EXITED)
 
     # -- asked by the master ----------------------------------------------------------------------------------------
-    def kill(self, allocation_id: str) -> None:
-        lifecycle.request_kill(self.m, self.conn, allocation_rows.get(self.conn, allocation_id))
-
-    def preempt(self, allocation_id: str) -> None:
-        lifecycle.request_preemption(self.m, self.conn, allocation_id)
-
-    def status(self, allocation_id: str) -> RunStatus:
-        """As the rows say, with each container's node named as Slurm names it (not its one-shot agent's id)."""
-        status = placing.run_status(self.conn, allocation_id)
-        hosts = {c.node: _hostname(agent_rows.find(self.conn, c.node)) for c in status.containers}
-        return dataclasses.replace(status, containers=tuple(
-            dataclasses.replace(c, node=hosts[c.node] or c.node) for c in status.containers))
-
     def capacity(self) -> list[PoolCapacity]:
         out = {p: PoolCapacity(p, 0, 0, 0, 0) for p in self._pools}
         for node in self.cli.nodes():
@@ -175,12 +157,6 @@ class SlurmManager(ResourceManager):
                                          had.accepting_nodes + int(node.accepting))
         return list(out.values())
 
-    def queue(self) -> list[QueueEntry]:
-        return placing.queue_of(self.conn, self._pools)
-
-
-def _hostname(row: Row | None) -> str | None:
-    return None if row is None else row["hostname"]
 
 
 def _tail(path: object, lines: int = 15) -> str:
