@@ -74,7 +74,8 @@ DELETE_PROJECTS = _p("delete_projects", "delete an empty project", Rule.OWNER)
 ASSIGN_ROLES = _p("assign_roles", "assign and unassign roles", Rule.ADMIN)
 VIEW_ROLES = _p("view_roles", "list roles and their permissions, and one's own", Rule.ANYONE)
 MANAGE_GROUPS = _p("manage_groups", "create and delete user groups and change their members", Rule.ADMIN)
-BIND_POOLS = _p("bind_pools", "bind resource pools to workspaces", Rule.ADMIN)
+BIND_POOLS = _p("bind_pools", "bind resource pools to workspaces, and a workspace to a Kubernetes namespace",
+                Rule.ADMIN)
 SET_AGENT_USER = _p("set_agent_user", "link a user or a workspace to the OS user its tasks run as on agents",
                     Rule.ADMIN)
 VIEW_MODEL_REGISTRY = _p("view_model_registry", "read the model registry", Rule.ANYONE)

@@ -86,6 +86,20 @@ agents = sa.Table(
     sa.Column("allocation_id", sa.String(64), nullable=True),  # a one-shot agent's one allocation (Slurm jobs)
 )
 
+# Elastic pools' cloud instances (docs/elastic-agents.md, migration 0013; queries/instances.py says what each column
+# holds): only the join credential's SHA-256 is kept.
+instances = sa.Table(
+    "instances", metadata,
+    sa.Column("id", sa.String(64), primary_key=True), sa.Column("pool", sa.String(128), nullable=False),
+    sa.Column("provider_id", sa.String(128), nullable=True), sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("launched_at", sa.Float, nullable=False), sa.Column("registered_at", sa.Float, nullable=True),
+    sa.Column("agent_id", sa.String(128), nullable=False, unique=True, index=True),
+    sa.Column("idle_since", sa.Float, nullable=True), sa.Column("join_token_hash", sa.String(64), nullable=True),
+    sa.Column("join_expires_at", sa.Float, nullable=True), sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("ended_at", sa.Float, nullable=True), sa.Index("ix_instances_pool_state", "pool", "state"),
+    sa.Index("ix_instances_join_token_hash", "join_token_hash", unique=True),
+)
+
 # Each agent's own credential (docs/users.md, "Agents and the cluster token"): only its SHA-256 is kept.
 agent_credentials = sa.Table(
     "agent_credentials",
@@ -299,6 +313,7 @@ workspaces = sa.Table(
     sa.Column("checkpoint_storage", JSONType, nullable=True),
     sa.Column("default_compute_pool", sa.String(128), nullable=True),
     sa.Column("default_aux_pool", sa.String(128), nullable=True),
+    sa.Column("kubernetes_namespace", sa.String(63), nullable=True),  # where its pods go (0014); NULL: the pool's
     sqlite_autoincrement=True,
 )
 
