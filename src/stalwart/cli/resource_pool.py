@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import click
 
+from stalwart.api.models.elastic import ElasticInstance, PoolInstances
 from stalwart.api.models.workspaces import PoolBindingList, ResourcePool, ResourcePoolList
 from stalwart.cli import output
 from stalwart.cli.base import AliasedGroup, client_of, format_options
@@ -17,7 +18,8 @@ from stalwart.cli.base import AliasedGroup, client_of, format_options
 def resource_pool() -> None:
     """List resource pools; choose which workspaces may use one.
 
-    `list` shows every pool with its resource manager, nodes, slots and runs. A pool bound to no workspace is
+    `list` shows every pool with its resource manager, nodes, slots and runs; `describe` an elastic pool's cloud
+    instances and the provisioner's decisions. A pool bound to no workspace is
     every workspace's; once bound, only the experiments and commands of the workspaces it is bound to may ask
     for it. `rp` is short for `resource-pool`."""
 
@@ -51,6 +53,46 @@ def list_pools(ctx: click.Context, fmt: output.Format) -> None:
         for p in pools:
             if p.error is not None:
                 output.console.print(f"Pool {p.name}: {p.error}")
+
+
+INSTANCE_COLUMNS = ["Instance", "Agent", "State", "Launched", "Registered", "Idle since", "Ended", "Reason"]
+
+
+def _instance_row(i: ElasticInstance) -> tuple[object, ...]:
+    state = "IDLE" if i.state == "RUNNING" and i.idleSince is not None else i.state
+    return (i.id, i.agentId, state, output.when(i.launchedAt), output.when(i.registeredAt), output.when(i.idleSince),
+            output.when(i.endedAt), i.reason or "")
+
+
+def _describe_lines(got: PoolInstances) -> list[str]:
+    if got.provider is None:
+        return [f"Pool {got.pool} has no provider: its agents join it on their own (docs/elastic-agents.md)."]
+    lines = [f"Pool {got.pool}: {got.provider} instances, {got.minInstances} to {got.maxInstances}, "
+             f"{got.instanceSlots} slot(s) each. Last decisions, newest first:"]
+    for d in got.decisions:
+        done = [f"launched {', '.join(d.launched)}"] if d.launched else []
+        done += [f"terminated {t.instance} ({t.reason})" for t in d.terminated]
+        lines.append(f"  {output.when(d.at)}: {'; '.join([*done, *d.notes])}")
+    return lines
+
+
+@resource_pool.command("describe")
+@click.argument("name")
+@format_options
+@click.pass_context
+def describe_pool(ctx: click.Context, name: str, fmt: output.Format) -> None:
+    """Show an elastic pool's instances and last decisions.
+
+    Each cloud instance the master launched for pool NAME: starting (its agent has not registered yet), running,
+    idle (since when), terminating and the last ended ones, each with the reason it ended (idle past
+    max_idle_agent_period, never registered within max_agent_starting_period, a spot interruption); then what the
+    provisioner decided, newest first. `--json` prints the master's answer
+    (`GET /api/v1/resource-pools/NAME/instances`)."""
+    got = client_of(ctx).pool_instances(name)
+    output.emit(fmt, INSTANCE_COLUMNS, [_instance_row(i) for i in got.instances], json_data=got)
+    if fmt is output.Format.TABLE:
+        for line in _describe_lines(got):
+            output.console.print(line, markup=False)
 
 
 def _said(answer: PoolBindingList) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from stalwart.api.errors import InvalidRequest, NotFoundError
-from stalwart.api.models import common, experiments, workspaces as ws
+from stalwart.api.models import common, elastic, experiments, workspaces as ws
 from stalwart.client.endpoints import Api, body, endpoint
 
 WS = "/api/v1/workspaces"
@@ -39,6 +39,7 @@ LIST_RESOURCE_POOLS = endpoint("GET", RP, ws.ResourcePoolList)
 POOL_BINDINGS = endpoint("GET", RP + "/{pool}/workspace-bindings", ws.PoolBindingList)
 BIND_POOL = endpoint("POST", RP + "/{pool}/workspace-bindings", ws.PoolBindingList, ws.PoolBindings)
 UNBIND_POOL = endpoint("DELETE", RP + "/{pool}/workspace-bindings", ws.PoolBindingList, ws.PoolBindings)
+POOL_INSTANCES = endpoint("GET", RP + "/{pool}/instances", elastic.PoolInstances)
 LIST_GROUPS = endpoint("GET", "/api/v1/groups", ws.GroupList)
 CREATE_GROUP = endpoint("POST", "/api/v1/groups", ws.GroupEnvelope, ws.CreateGroup)
 GET_GROUP = endpoint("GET", "/api/v1/groups/{group_name}", ws.GroupEnvelope)
@@ -64,10 +65,13 @@ class WorkspacesApi(Api):
 
     def create_workspace(self, name: str, *, agent_user_group: dict[str, Any] | None = None,
                          checkpoint_storage_config: dict[str, Any] | None = None,
-                         default_compute_pool: str | None = None, default_aux_pool: str | None = None) -> ws.Workspace:
-        """`agent_user_group`: {agentUid, agentGid, agentUser, agentGroup}, the OS user its tasks run as by default."""
+                         default_compute_pool: str | None = None, default_aux_pool: str | None = None,
+                         kubernetes_namespace: str | None = None) -> ws.Workspace:
+        """`agent_user_group`: {agentUid, agentGid, agentUser, agentGroup}, the OS user its tasks run as by default;
+        `kubernetes_namespace`: where its pods go under a Kubernetes resource manager (admins only)."""
         fields = _given(name=name, agentUserGroup=agent_user_group, checkpointStorageConfig=checkpoint_storage_config,
-                        defaultComputePool=default_compute_pool, defaultAuxPool=default_aux_pool)
+                        defaultComputePool=default_compute_pool, defaultAuxPool=default_aux_pool,
+                        kubernetesNamespace=kubernetes_namespace)
         return self.call(CREATE_WORKSPACE, json_body=body(ws.CreateWorkspace, **fields)).workspace
 
     def get_workspace(self, workspace_id: int) -> ws.Workspace:
@@ -76,10 +80,12 @@ class WorkspacesApi(Api):
     def edit_workspace(self, workspace_id: int, *, name: str | None = None,
                        agent_user_group: dict[str, Any] | None = None,
                        checkpoint_storage_config: dict[str, Any] | None = None,
-                       default_compute_pool: str | None = None, default_aux_pool: str | None = None) -> ws.Workspace:
+                       default_compute_pool: str | None = None, default_aux_pool: str | None = None,
+                       kubernetes_namespace: str | None = None) -> ws.Workspace:
         """Change only the fields given."""
         fields = _given(name=name, agentUserGroup=agent_user_group, checkpointStorageConfig=checkpoint_storage_config,
-                        defaultComputePool=default_compute_pool, defaultAuxPool=default_aux_pool)
+                        defaultComputePool=default_compute_pool, defaultAuxPool=default_aux_pool,
+                        kubernetesNamespace=kubernetes_namespace)
         return self.call(PATCH_WORKSPACE, path={"workspace_id": workspace_id},
                          json_body=body(ws.PatchWorkspace, **fields)).workspace
 
@@ -154,6 +160,10 @@ class WorkspacesApi(Api):
         engine could not be asked (Slurm away) has null sizes and an `error`; the wait allows for the Slurm tools'
         30 s timeout on the master's side."""
         return self.call(LIST_RESOURCE_POOLS, timeout=POOLS_TIMEOUT_S).resourcePools
+
+    def pool_instances(self, pool: str) -> elastic.PoolInstances:
+        """An elastic pool's cloud instances and the provisioner's last decisions (docs/elastic-agents.md)."""
+        return self.call(POOL_INSTANCES, path={"pool": pool})
 
     def pool_bindings(self, pool: str) -> ws.PoolBindingList:
         """The workspaces `pool` is bound to (none: every workspace may use it)."""

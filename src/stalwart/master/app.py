@@ -22,6 +22,7 @@ from stalwart.master.routes import (
     checkpoints,
     cluster,
     contract,
+    elastic,
     experiments,
     jobs,
     models,
@@ -77,7 +78,7 @@ def create_app(settings: MasterSettings) -> FastAPI:
 
     # workspaces before experiments: its POST /experiments/{id}/move must win over experiments' /{id}/{action}
     for module in (cluster, workspaces, experiments, trials, allocations, agents, checkpoints, searcher, jobs, tasks,
-                   users, oidc, rbac, models, webhooks):
+                   users, oidc, rbac, models, webhooks, elastic):
         app.include_router(module.router)
     ui.install(app)
     app.openapi = lambda: contract.openapi_document(app)  # type: ignore[method-assign]  # FastAPI's way to extend

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from stalwart.api.models.agents import Agent
 from stalwart.api.models.common import Id, JsonObject, Response
+from stalwart.api.models.elastic import PoolInstances
 from stalwart.api.models.experiments import Experiment
 from stalwart.api.models.trials import LogEntry
 
@@ -99,6 +100,8 @@ class ClusterPage(Response):
     agents: list[ClusterAgent]
     pools: list[Pool]
     pending_allocations: int = Field(ge=0)
+    elastic: list[PoolInstances] | None = Field(default=None, description="each elastic pool's instances and the "
+                                                                          "provisioner's last decisions")
 
 
 class IndexStatus(Response):

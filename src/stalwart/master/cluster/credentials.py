@@ -29,7 +29,12 @@ from stalwart.api.errors import AuthError, ForbiddenError, InvalidStateError, No
 from stalwart.api.models.agents import AgentCredential
 from stalwart.master.identity import tokens
 from stalwart.master.log_rows import Row as LogRow
-from stalwart.master.queries import agent_credentials as q, agents as agent_rows, engine_jobs
+from stalwart.master.queries import (
+    agent_credentials as q,
+    agents as agent_rows,
+    engine_jobs,
+    instances as instance_rows,
+)
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import KnownCredential, Master, now
 
@@ -59,8 +64,18 @@ class JoinCaller:
     allocation_id: str
 
 
-Caller = str | None | JoinCaller
-"""Who called an agent route: an agent's id, None for the cluster token (enrollment), or a job's join credential."""
+@dataclass(frozen=True)
+class InstanceJoinCaller:
+    """An elastic pool's instance enrolling its agent with the single-use join credential the provisioner minted for
+    it (docs/elastic-agents.md): it may enroll only `agent_id`, once, before the credential expires."""
+
+    instance_id: str
+    agent_id: str
+
+
+Caller = str | None | JoinCaller | InstanceJoinCaller
+"""Who called an agent route: an agent's id, None for the cluster token (enrollment), or a job's or an instance's
+join credential."""
 
 
 # -- the check of each agent call -----------------------------------------------------------------------------
@@ -103,11 +118,22 @@ def _named(request: Request) -> tuple[str | None, str | None]:
     return (found["agent_id"], found["allocation_id"]) if found else (None, None)
 
 
-def _join_of(m: Master, credential: str) -> JoinCaller | None:
-    """The job whose live join credential this is (None: it is not one)."""
+def _join_of(m: Master, credential: str) -> JoinCaller | InstanceJoinCaller | None:
+    """The job or the elastic instance whose live join credential this is (None: it is not one). An instance's
+    expired credential is refused (403) saying so."""
+    token_hash = tokens.credential_hash(credential)
     with m.db.begin() as conn:
-        row = engine_jobs.by_join_hash(conn, tokens.credential_hash(credential))
-    return None if row is None else JoinCaller(row["id"])
+        row = engine_jobs.by_join_hash(conn, token_hash)
+        instance = instance_rows.by_join_hash(conn, token_hash) if row is None else None
+    if row is not None:
+        return JoinCaller(row["id"])
+    if instance is None:
+        return None
+    if instance["join_expires_at"] is None or instance["join_expires_at"] < now():
+        raise ForbiddenError(f"instance {instance['provider_id'] or instance['id']}'s join credential expired (its "
+                             "agent must register within the pool's max_agent_starting_period); the provisioner "
+                             "terminates the instance")
+    return InstanceJoinCaller(instance["id"], instance["agent_id"])
 
 
 def agent_of(m: Master, credential: str) -> str:
@@ -185,6 +211,8 @@ def admit(m: Master, conn: Conn, agent_id: str, caller: Caller, peer: str | None
     credential enrolls the agent (shown once), else None."""
     if isinstance(caller, JoinCaller):
         return _admit_joining(m, conn, agent_id, caller, incarnation)
+    if isinstance(caller, InstanceJoinCaller):
+        return _admit_instance(m, conn, agent_id, caller, incarnation)
     if caller is not None:
         if caller != agent_id:
             raise ForbiddenError(f"this is agent {caller}'s credential; it cannot register agent {agent_id}")
@@ -225,6 +253,17 @@ def _admit_joining(m: Master, conn: Conn, agent_id: str, caller: JoinCaller, inc
     if all(q.of_agent(conn, a) is not None for a in mine):
         engine_jobs.close_join(conn, caller.allocation_id)
     return credential
+
+
+def _admit_instance(m: Master, conn: Conn, agent_id: str, caller: InstanceJoinCaller, incarnation: str | None) -> str:
+    """An elastic instance's agent enrolls its one agent id, once: the join credential is spent by it."""
+    if agent_id != caller.agent_id:
+        raise ForbiddenError(f"this instance's join credential enrolls only agent {caller.agent_id}, not {agent_id}")
+    if q.of_agent(conn, agent_id) is not None:
+        raise ForbiddenError(f"agent {agent_id} has already enrolled with its instance's join credential, which is "
+                             "single-use; the agent registers with its own credential")
+    instance_rows.close_join(conn, caller.instance_id)
+    return _issue(m, conn, agent_id, incarnation)
 
 
 def _check_policy(m: Master, peer: str | None, *, upgrade: bool) -> None:

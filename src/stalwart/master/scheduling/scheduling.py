@@ -3,12 +3,14 @@ them, and loses silent nodes), time out preemptions."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 
 from stalwart.api.states import ExitReason, ExperimentState as S
 from stalwart.config import views
 from stalwart.master.allocations import containers, lifecycle
+from stalwart.master.provisioning import provisioner
 from stalwart.master.queries import allocations as allocation_rows, trials as trial_rows
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.scheduling import managers
@@ -83,4 +85,9 @@ async def run_forever(m: Master) -> None:
             tick(m)
         except Exception:  # keep scheduling; the next pass retries
             log.exception("scheduling pass failed")
+        try:  # elastic pools: launch and stop cloud instances, off the event loop (cloud calls take a while)
+            if provisioner.elastic_pools(m):
+                await asyncio.to_thread(provisioner.provision, m)
+        except Exception:
+            log.exception("provisioning pass failed")
         await m.signals.wait("scheduler", m.settings.scheduler_interval_s)

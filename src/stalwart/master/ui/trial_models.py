@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.models.common import JsonObject
 from stalwart.master import views
+from stalwart.master.provisioning import describe
 from stalwart.master.queries import (
     agents as agent_queries,
     checkpoints as checkpoint_queries,
@@ -142,4 +143,8 @@ def cluster_page(m: Master) -> JsonObject:
         p["used_slots"] += used
         if ag["slot_type"] not in p["slot_types"]:
             p["slot_types"].append(ag["slot_type"])
-    return {"agents": out_agents, "pools": list(pools.values()), "pending_allocations": pending}
+    page: JsonObject = {"agents": out_agents, "pools": list(pools.values()), "pending_allocations": pending}
+    elastic = [p.name for p in m.settings.cluster.pools if p.provider is not None]
+    if elastic:
+        page["elastic"] = [describe.pool_instances(m, name).model_dump(exclude_unset=True) for name in elastic]
+    return page

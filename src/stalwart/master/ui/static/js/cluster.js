@@ -12,6 +12,41 @@ function slotCell(s) {
   return el("span", { class: "slot busy", title: s.state }, `slot ${s.slot}: `, what);
 }
 
+function instanceState(i) {
+  const state = i.state === "RUNNING" && i.idleSince ? "IDLE" : i.state;
+  const cls = state === "RUNNING" ? "ok" : state === "TERMINATED" ? "note" : "";
+  return el("span", { class: cls, text: state });
+}
+
+function decisionLine(d) {
+  const done = (d.launched.length ? [`launched ${d.launched.join(", ")}`] : [])
+    .concat(d.terminated.map((t) => `terminated ${t.instance}: ${t.reason}`), d.notes);
+  return el("li", { text: `${fmtTime(d.at)}: ${done.join("; ")}` });
+}
+
+// Elastic pools: their cloud instances (starting, running, idle, terminating, ended) and why, and the
+// provisioner's last decisions (docs/elastic-agents.md).
+function renderElastic(pools) {
+  const box = $("#elastic");
+  box.replaceChildren();
+  for (const p of pools || []) {
+    const table = el("div", { class: "table-wrap" });
+    box.append(el("h2", { text: `Elastic pool ${p.pool}: ${p.provider}, ${p.minInstances} to ${p.maxInstances} instances` }), table);
+    renderTable(table, {
+      id: `instances-${p.pool}`, rowKey: (i) => i.id, empty: "No instances.",
+      columns: [
+        { key: "id", label: "Instance" }, { key: "agentId", label: "Agent" },
+        { key: "state", label: "State", render: instanceState },
+        { key: "launchedAt", label: "Launched", render: (i) => fmtTime(i.launchedAt) },
+        { key: "idleSince", label: "Idle since", render: (i) => (i.idleSince ? fmtTime(i.idleSince) : "") },
+        { key: "reason", label: "Why", render: (i) => i.reason || "" },
+      ],
+      rows: p.instances,
+    });
+    if (p.decisions.length) box.append(el("h3", { text: "Last decisions" }), el("ul", {}, p.decisions.map(decisionLine)));
+  }
+}
+
 function render(m) {
   renderTable($("#pools"), {
     id: "pools-table", rowKey: (p) => p.name, empty: "No resource pools: no agent has registered.",
@@ -35,6 +70,7 @@ function render(m) {
     rows: m.agents,
   });
   $("#pending").textContent = m.pending_allocations ? `(${m.pending_allocations} waiting for slots)` : "";
+  renderElastic(m.elastic);
 }
 
 render(readModel());
