@@ -85,10 +85,11 @@ class K8sWorld(World):
 
     extra_config = "environment: {image: 'registry.example/stalwart-trial:1'}\n"
 
-    def __init__(self, home: pathlib.Path, space: K8sSpace, agent_command: Sequence[str] = STANDIN) -> None:
+    def __init__(self, home: pathlib.Path, space: K8sSpace, agent_command: Sequence[str] = STANDIN,
+                 **rm_keys: Any) -> None:
         rm = {"type": "kubernetes", "slot_type": "cpu", "slot_resource_requests": {"cpu": 1}, "max_slots_per_pod": 1,
               "kubeconfig": str(space.api.kubeconfig), "default_namespace": space.namespace,
-              "agent_command": list(agent_command)}
+              "agent_command": list(agent_command), **rm_keys}
         pools = [{"pool_name": p, "task_container_defaults": {"cpu_pod_spec": space.selector(p)}} for p in POOLS]
         home.mkdir(parents=True, exist_ok=True)
         super().__init__(home, master_config("kubernetes") | {"resource_manager": rm, "resource_pools": pools})

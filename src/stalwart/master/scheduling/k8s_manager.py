@@ -164,12 +164,13 @@ class KubernetesManager(engine_runs.EngineManager):
         reason = f"pod {_name(first)}: {why}" if why else "waiting for its pods to start"
         if row["pending_reason"] != reason:
             reasons[row["id"]] = reason
-        oldest = min((_created(p) for p in pods.values()), default=time.time())
+        oldest = min((_created(p) for p in pods.values()), default=self._missing_since(row["id"], pods))
         unplaced = [p for _, p in waiting if not (p.get("spec") or {}).get("nodeName")]
         partial = len(pods) < expected or (unplaced and len(unplaced) < len(pods))
         if partial and time.time() - oldest > self.cfg.gang_start_timeout:
             self._delete(row)
             engine_jobs.clear_submitted(self.conn, row["id"])
+            self.m.engine_links.pop(f"kubernetes:no-pods:{row['id']}", None)
             reasons[row["id"]] = (f"only some of its {expected} pods could be placed within gang_start_timeout "
                                   f"({self.cfg.gang_start_timeout:.0f} s): all were deleted; it waits for room "
                                   "for all of them at once")
@@ -178,6 +179,15 @@ class KubernetesManager(engine_runs.EngineManager):
             self._delete(row)
             engine_runs.fail(self.m, self.conn, row["id"], f"{reason}; its container did not start within "
                              f"job_start_timeout ({self.cfg.job_start_timeout:.0f} s)", ExitReason.SETUP_FAILED)
+
+    def _missing_since(self, allocation_id: str, pods: dict[int, dict[str, Any]]) -> float:
+        """Since when a submitted run has had no pod at all (its Jobs deleted by someone else, or never made): past
+        `gang_start_timeout` it is submitted again, as a run placed in part is."""
+        key = f"kubernetes:no-pods:{allocation_id}"
+        if pods:
+            self.m.engine_links.pop(key, None)
+            return time.time()
+        return float(self.m.engine_links.setdefault(key, time.time()))
 
     def _failed_before_joining(self, row: Row, pod: dict[str, Any]) -> None:
         tail = self.links.api.pod_log_tail(pod["metadata"].get("namespace") or self.cfg.default_namespace,
