@@ -138,6 +138,7 @@ def grid_config(ledger: pathlib.Path) -> str:
     })
 
 
+@pytest.mark.timeout(600)  # a hang guard: the scenario takes 150-160 s alone, and twice that on a loaded 2-core host
 @pytest.mark.parametrize("db", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_thirty_faults_no_double_run_nothing_acknowledged_lost_nothing_left(db, tmp_path, request):
     seed = int(os.environ.get("CHAOS_SEED") or random.randrange(1_000_000))

@@ -128,6 +128,7 @@ def test_continue_resumes_a_single_trial_experiment_and_refuses_a_search(tmp_pat
         assert "2 trials" in err and "single-trial" in err
 
 
+@pytest.mark.timeout(600)  # a hang guard: 120-130 s alone, more on a loaded 2-core host
 @pytest.mark.usefixtures("context")
 def test_delete_set_label_archive_and_fork(tmp_path):
     with LocalTestCluster(tmp_path / "home") as c:
@@ -220,6 +221,7 @@ def _delete_asks_then_removes_the_files(c: LocalTestCluster, exp_id: int, trial_
     assert json.loads(ok(c, "e", "describe", str(fork_id), "--json"))["experiment"]["state"] == "COMPLETED"
 
 
+@pytest.mark.timeout(600)  # a hang guard: 120-130 s alone, more on a loaded 2-core host
 @pytest.mark.usefixtures("context")
 def test_logs_downloads_config_describe_and_checkpoint_delete(tmp_path):
     with LocalTestCluster(tmp_path / "home") as c:
