@@ -86,7 +86,7 @@ def test_a_two_pod_distributed_trial_meets_at_its_rendezvous_and_completes(k8s_s
 
 
 ASHA = {"name": "adaptive_asha", "metric": "validation_accuracy", "smaller_is_better": False, "max_trials": 8,
-        "max_concurrent_trials": 2, "time_metric": "batches", "max_time": 40, "max_rungs": 2, "mode": "aggressive"}
+        "max_concurrent_trials": 2, "time_metric": "batches", "max_time": 20, "max_rungs": 2, "mode": "aggressive"}
 
 
 def test_an_asha_search_of_eight_trials_completes_as_pods(k8s_space, tmp_path):
