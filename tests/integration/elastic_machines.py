@@ -9,6 +9,8 @@ import os
 import pathlib
 import signal
 import subprocess
+import sys
+import threading
 from typing import Any
 
 import yaml
@@ -81,3 +83,29 @@ def search(pool: str, trials: int, batches: int, **hparams: Any) -> str:
     cfg["min_validation_period"] = {"batches": max(1, batches // 4)}
     cfg["resources"] = {"resource_pool": pool, "slots_per_trial": 1}
     return yaml.safe_dump(cfg)
+
+
+class MachineWatcher(threading.Thread):
+    """Polls a cloud (`poll`, each test's) every 0.3 s while the test runs, keeping `machines` in step with its
+    instances and the most instances seen live per pool; `stop` ends the polling and halts every machine."""
+
+    def __init__(self, name: str, machines: Machines) -> None:
+        super().__init__(name=name, daemon=True)
+        self.machines = machines
+        self.most_live: dict[str, int] = {}
+        self.stopping = threading.Event()
+
+    def poll(self) -> None:
+        raise NotImplementedError
+
+    def run(self) -> None:
+        while not self.stopping.wait(0.3):
+            try:
+                self.poll()
+            except Exception as err:  # noqa: BLE001 - keep watching; the test's own waits say what went wrong
+                print(f"{self.name}: {err!r}", file=sys.stderr)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(10)
+        self.machines.stop_all()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import pathlib
 import sys
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -26,7 +25,7 @@ import boto3
 import pytest
 import yaml
 
-from integration.elastic_machines import Machines, pool_instances, search
+from integration.elastic_machines import Machines, MachineWatcher, pool_instances, search
 from integration.helpers import DIGITS, checkpoints, create, experiment, metrics, wait_state
 from stalwart.testing import LocalTestCluster
 
@@ -37,26 +36,16 @@ CREDENTIALS = {"AWS_ACCESS_KEY_ID": "stalwart-test-key", "AWS_SECRET_ACCESS_KEY"
                "AWS_DEFAULT_REGION": "us-east-1"}
 
 
-class InstanceWatcher(threading.Thread):
+class InstanceWatcher(MachineWatcher):
     """The machines of the instances moto runs for `TAG`: boots each running instance's user-data (pools in
     `WATCHED` only) and halts it once the instance is shutting down or terminated."""
 
     def __init__(self, endpoint: str, root: pathlib.Path, env: dict[str, str]) -> None:
-        super().__init__(name="instance-watcher", daemon=True)
+        super().__init__("instance-watcher", Machines(root, env))
         self.ec2 = boto3.client("ec2", endpoint_url=endpoint, region_name="us-east-1",
                                 aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
                                 aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"])
-        self.machines = Machines(root, env)
-        self.most_live: dict[str, int] = {}
         self.seen: dict[str, str] = {}  # instance id -> its pool
-        self.stopping = threading.Event()
-
-    def run(self) -> None:
-        while not self.stopping.wait(0.3):
-            try:
-                self.poll()
-            except Exception as err:  # noqa: BLE001 - keep watching; the test's own waits say what went wrong
-                print(f"instance watcher: {err!r}", file=sys.stderr)
 
     def instances(self) -> list[dict[str, Any]]:
         pages = self.ec2.get_paginator("describe_instances").paginate(
@@ -89,11 +78,6 @@ class InstanceWatcher(threading.Thread):
         """EC2 takes the instance back: its machine is gone at once, and the instance ends."""
         self.machines.vanish(instance_id, allocation_id)
         self.ec2.terminate_instances(InstanceIds=[instance_id])
-
-    def stop(self) -> None:
-        self.stopping.set()
-        self.join(10)
-        self.machines.stop_all()
 
 
 def master_config(endpoint: str, root: pathlib.Path) -> str:

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import yaml
 
-from integration.elastic_machines import Machines, pool_instances, search
+from integration.elastic_machines import Machines, MachineWatcher, pool_instances, search
 from integration.helpers import DIGITS, checkpoints, create, experiment, metrics, wait_state
 from stalwart.testing import LocalTestCluster
 from stalwart.testing.gce_api_double import GceApiDouble
@@ -29,21 +28,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 LABEL = "elastic-gcp-test"
 
 
-class GceWatcher(threading.Thread):
+class GceWatcher(MachineWatcher):
     """The machines of the double's instances: boots each RUNNING one, halts those deleted or stopped."""
 
     def __init__(self, double: GceApiDouble, machines: Machines) -> None:
-        super().__init__(name="gce-watcher", daemon=True)
-        self.double, self.machines = double, machines
-        self.most_live: dict[str, int] = {}
-        self.stopping = threading.Event()
-
-    def run(self) -> None:
-        while not self.stopping.wait(0.3):
-            try:
-                self.poll()
-            except Exception as err:  # noqa: BLE001 - keep watching; the test's own waits say what went wrong
-                print(f"gce watcher: {err!r}", file=sys.stderr)
+        super().__init__("gce-watcher", machines)
+        self.double = double
 
     def live(self, pool: str) -> list[str]:
         return [i.name for i in self.double.instances()
@@ -60,11 +50,6 @@ class GceWatcher(threading.Thread):
         for name in list(self.machines.running):
             if name not in running:
                 self.machines.halt(name)
-
-    def stop(self) -> None:
-        self.stopping.set()
-        self.join(10)
-        self.machines.stop_all()
 
 
 def master_config(endpoint: str, work: str) -> str:
