@@ -191,11 +191,15 @@ class MasterConfig:
         found = choices[0] if choices else None
         return self.security.allow_root_tasks if found is None else found
 
+    def container_defaults_section(self, pool: str | None) -> dict[str, Any]:
+        """`pool`'s own `task_container_defaults` merged over the cluster's, every key as given (the Kubernetes
+        pod specs among them)."""
+        found = self.pool(pool) if pool is not None else None
+        return merge_over(self.task_container_defaults, found.task_container_defaults if found is not None else {})
+
     def container_defaults(self, pool: str | None) -> ContainerDefaults:
         """The task container defaults of `pool`: its own `task_container_defaults` merged over the cluster's."""
-        found = self.pool(pool) if pool is not None else None
-        own = found.task_container_defaults if found is not None else {}
-        return defaults_of(merge_over(self.task_container_defaults, own))
+        return defaults_of(self.container_defaults_section(pool))
 
     def container_policy(self, pool: str | None) -> ContainerPolicy:
         """What tasks' configs may ask of their containers in `pool` (its own policy's keys, else the cluster's)."""

@@ -63,12 +63,6 @@ def placement(spec: Mapping[str, Any]) -> tuple[dict[str, str], list[dict[str, A
     return dict(inner.get("nodeSelector") or {}), list(inner.get("tolerations") or [])
 
 
-def pool_spec(m: Master, pool: str) -> dict[str, Any]:
-    cfg = m.settings.cluster.kubernetes
-    defaults = {**m.settings.cluster.task_container_defaults, **k8s_submit.pool_of(m, pool).task_container_defaults}
-    return dict(defaults.get("cpu_pod_spec" if cfg.cpu_slots else "gpu_pod_spec") or {})
-
-
 def nodes_with_use(raw_nodes: Sequence[Mapping[str, Any]], pods: Pods) -> list[Node]:
     nodes = {n.name: n for n in map(Node.of, raw_nodes)}
     for run in pods.values():
@@ -95,7 +89,7 @@ class Room:
     def of(m: Master, raw_nodes: Sequence[Mapping[str, Any]], pods: Pods, pools: Sequence[str]) -> Room:
         cfg = m.settings.cluster.kubernetes
         return Room(m, nodes_with_use(raw_nodes, pods), cfg.cpu_slots, cfg.cpu_request or 1.0,
-                    {p: placement(pool_spec(m, p)) for p in pools})
+                    {p: placement(k8s_submit.pool_pod_spec(m, p)) for p in pools})
 
     def take(self, pool: str, run: RunPods) -> str | None:
         """Place every pod of `run` (first fit) and keep the space taken; else leave all as they were and say
@@ -129,7 +123,7 @@ def capacity(m: Master, raw_nodes: Sequence[Mapping[str, Any]], pods: Pods, pool
     per_slot = cfg.cpu_request or 1.0
     out = []
     for pool in pools:
-        sel, tol = placement(pool_spec(m, pool))
+        sel, tol = placement(k8s_submit.pool_pod_spec(m, pool))
         mine = [n for n in nodes if n.fits(sel, tol)]
         if cfg.cpu_slots:
             total, used = sum(int(n.cpu // per_slot) for n in mine), sum(int(n.used_cpu // per_slot) for n in mine)

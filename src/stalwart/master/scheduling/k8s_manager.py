@@ -57,7 +57,7 @@ class KubernetesManager(engine_runs.EngineManager):
 
     def _namespaces(self) -> set[str]:
         """The pools' namespaces and those workspaces are bound to: where this master's pods may be."""
-        pools = {k8s_submit.namespace_of(self.cfg, k8s_submit.pool_of(self.m, p)) for p in self._pools}
+        pools = {k8s_submit.namespace_of(self.m, p) for p in self._pools}
         return pools | workspace_rows.kubernetes_namespaces(self.conn)
 
     def runs_pods(self) -> dict[str, dict[int, dict[str, Any]]]:
@@ -207,10 +207,8 @@ class KubernetesManager(engine_runs.EngineManager):
         if any_pod is not None:
             namespace = str(any_pod["metadata"].get("namespace") or self.cfg.default_namespace)
             name = name or _job_of(any_pod).rsplit("-", 1)[0]
-        elif pool in self._pools and pool is not None:
-            namespace = k8s_submit.namespace_of(self.cfg, k8s_submit.pool_of(self.m, pool))
         else:
-            namespace = self.cfg.default_namespace
+            namespace = k8s_submit.namespace_of(self.m, pool)
         if not name:
             return
         try:

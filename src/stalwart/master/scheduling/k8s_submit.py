@@ -16,7 +16,6 @@ from typing import Any
 
 from stalwart.api.states import ExitReason
 from stalwart.config.kubernetes import KubernetesConfig
-from stalwart.config.master import PoolConfig
 from stalwart.master.identity import tokens
 from stalwart.master.queries import engine_jobs
 from stalwart.master.queries.rows import Conn
@@ -86,12 +85,17 @@ def close_links(m: Master) -> None:
         found.api.close()
 
 
-def pool_of(m: Master, name: str) -> PoolConfig:
-    return next(p for p in m.settings.cluster.pools if p.name == name)
+def namespace_of(m: Master, pool: str | None) -> str:
+    """A pool's namespace: its `kubernetes_namespace`, else the manager's `default_namespace`."""
+    found = m.settings.cluster.pool(pool) if pool is not None else None
+    own = found.kubernetes_namespace if found is not None else None
+    return own or m.settings.cluster.kubernetes.default_namespace
 
 
-def namespace_of(cfg: KubernetesConfig, pool: PoolConfig) -> str:
-    return pool.kubernetes_namespace or cfg.default_namespace
+def pool_pod_spec(m: Master, pool: str) -> dict[str, Any]:
+    """The pool's default pod spec for the manager's slot type (`cpu_pod_spec` or `gpu_pod_spec`)."""
+    key = "cpu_pod_spec" if m.settings.cluster.kubernetes.cpu_slots else "gpu_pod_spec"
+    return dict(m.settings.cluster.container_defaults_section(pool).get(key) or {})
 
 
 def run_name(cfg: KubernetesConfig, allocation_id: str) -> str:
@@ -114,29 +118,21 @@ def _kind(cfg: KubernetesConfig) -> str:
     return "cpu" if cfg.cpu_slots else cfg.slot_type
 
 
-def _image(config: dict[str, Any], defaults: dict[str, Any], kind: str) -> str:
-    for source in ((config.get("environment") or {}).get("image"), defaults.get("image")):
-        if isinstance(source, str) and source:
-            return source
-        if isinstance(source, dict) and (source.get(kind) or (kind == "cuda" and source.get("gpu"))):
-            return str(source.get(kind) or source.get("gpu"))
+def _image(config: dict[str, Any], pool_image: str | None, kind: str) -> str:
+    image = (config.get("environment") or {}).get("image")
+    if isinstance(image, dict):
+        image = image.get(kind) or (image.get("gpu") if kind == "cuda" else None)
+    if image or pool_image:
+        return str(image or pool_image)
     raise CannotSubmit("Kubernetes runs every task in an image, and this one names none: set environment.image (an "
                        "image with Stalwart installed), or task_container_defaults.image for the pool")
-
-
-def _pod_spec(config: dict[str, Any], defaults: dict[str, Any], kind: str) -> dict[str, Any]:
-    own = (config.get("environment") or {}).get("pod_spec")
-    if own:
-        return dict(own)
-    return dict(defaults.get("cpu_pod_spec" if kind == "cpu" else "gpu_pod_spec") or {})
 
 
 def run_pods(m: Master, gang: Gang, config: dict[str, Any], workspace_namespace: str | None = None) -> RunPods:
     """The run's pods as `config` (its experiment's or command's) and its pool ask, in its workspace's namespace
     where it has one; `CannotSubmit` names the fix."""
     cfg = m.settings.cluster.kubernetes
-    pool = pool_of(m, gang.pool)
-    defaults = {**m.settings.cluster.task_container_defaults, **pool.task_container_defaults}
+    defaults = m.settings.cluster.container_defaults_section(gang.pool)
     kind = _kind(cfg)
     per_pod = ((config.get("resources") or {}).get("max_slots_per_pod")
                or (defaults.get("kubernetes") or {}).get("max_slots_per_pod") or cfg.max_slots_per_pod)
@@ -144,11 +140,13 @@ def run_pods(m: Master, gang: Gang, config: dict[str, Any], workspace_namespace:
         count, slots = manifests.split_slots(gang.slots, per_pod)
     except PodSpecError as err:
         raise CannotSubmit(str(err)) from err
-    return RunPods(name=run_name(cfg, gang.allocation_id), namespace=workspace_namespace or namespace_of(cfg, pool),
+    pool_image = m.settings.cluster.container_defaults(gang.pool).image.get(kind)
+    return RunPods(name=run_name(cfg, gang.allocation_id), namespace=workspace_namespace or namespace_of(m, gang.pool),
                    prefix=cfg.job_name_prefix, allocation_id=gang.allocation_id, pool=gang.pool, pods=count,
-                   slots_per_pod=slots, slot_type=kind, image=_image(config, defaults, kind),
+                   slots_per_pod=slots, slot_type=kind, image=_image(config, pool_image, kind),
                    command=cfg.agent_command, master_url=master_url(m, cfg), cpu_request=cfg.cpu_request,
-                   scheduler_name=cfg.default_scheduler, pod_spec=_pod_spec(config, defaults, kind))
+                   scheduler_name=cfg.default_scheduler,
+                   pod_spec=dict((config.get("environment") or {}).get("pod_spec") or pool_pod_spec(m, gang.pool)))
 
 
 def refusal(m: Master, config: dict[str, Any], pool: str, slots: int) -> str | None:
