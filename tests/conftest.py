@@ -34,7 +34,8 @@ def cluster(tmp_path):
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def any_db_cluster(request, tmp_path):
     db_url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
-    with LocalTestCluster(tmp_path / "home", db_url) as c:
+    timeout = request.node.get_closest_marker("agent_timeout")
+    with LocalTestCluster(tmp_path / "home", db_url, agent_timeout=timeout.args[0] if timeout else 30.0) as c:
         yield c
 
 

@@ -9,9 +9,11 @@ reports through `allocations.lifecycle`."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import pathlib
+import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -24,6 +26,7 @@ from stalwart.master.allocations import containers, lifecycle
 from stalwart.master.cluster import agents
 from stalwart.master.queries import agents as agent_rows, engine_jobs
 from stalwart.master.scheduling import k8s_submit, scheduling
+from stalwart.rm.kubernetes.pods import LABEL_ALLOCATION
 from stalwart.testing.k8s_api_double import KubeApiDouble, NodeSpec
 from stalwart.testing.rm_conformance import POOLS, World, master_config
 
@@ -131,9 +134,15 @@ class K8sWorld(World):
                 assert not lifecycle.mark_started(self.master, c["agent_id"], allocation_id, next(_pids)).kill
 
     def exit(self, allocation_id: str, code: int | None) -> None:
+        """The run's agents report its end, then leave their pods (a one-shot agent exits once reported)."""
         for c in self._containers(allocation_id):
             if c["state"] != "TERMINATED":
                 lifecycle.mark_exited(self.master, c["agent_id"], allocation_id, code)
+        for pod in self.space.pods():
+            started = (pod["status"].get("containerStatuses") or [{}])[0].get("containerID") or ""
+            if pod["metadata"]["labels"].get(LABEL_ALLOCATION) == allocation_id and started.startswith("double://"):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(started.removeprefix("double://")), signal.SIGTERM)
 
     def lose_node(self, node: str) -> None:
         self.space.remove_node(node)

@@ -38,6 +38,7 @@ log = logging.getLogger("stalwart.agent")
 LOCK_NAME = "agent.lock"
 STATE_NAME = "agent-state.json"
 RECORD_NAME = "process.json"
+WORK_ID_NAME = "work-dir-id"
 FENCE_FD_ENV = "STALWART_FENCE_FD"  # names the launcher's end of the pipe; harness/fence.py reads it
 
 
@@ -151,6 +152,19 @@ class ProcessRecord:
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+def work_dir_id(work_root: pathlib.Path) -> str:
+    """This work directory's own id, made once and kept in it. It marks what its agents start outside it (their
+    containers): agents of other work directories or clusters sharing an engine, even under the same agent id,
+    then never take those for their own survivors."""
+    path = pathlib.Path(work_root) / WORK_ID_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(uuid.uuid4().hex)
+    return path.read_text().strip()
 
 
 def _write_private(path: pathlib.Path, text: str) -> None:

@@ -22,6 +22,8 @@ from stalwart.agent.launchers.container_run import exit_code
 from stalwart.agent.launchers.container_spec import create_body
 from stalwart.agent.launchers.gpus import gpu_access
 
+AGENT = {"ai.stalwart.agent": "agent-1", "ai.stalwart.work-dir": "0f1e"}  # who starts it
+
 
 def _spec(**fields: object) -> LaunchSpec:
     base: dict[str, object] = {"allocation_id": "7.1.0", "argv": ("python3", "-m", "stalwart.harness.launch"),
@@ -35,7 +37,7 @@ def test_docker_asks_for_the_slots_gpus_by_host_id_and_counts_them_from_zero_ins
     assert access.device_requests == [{"Driver": "nvidia", "Count": 0, "DeviceIDs": ["1", "3"],
                                        "Capabilities": [["gpu"]], "Options": {}}]
     assert access.devices == [] and access.env == {"CUDA_VISIBLE_DEVICES": "0,1"}
-    body = create_body(_spec(container=ContainerOptions(gpus=(1, 3))), "docker", "agent-1", None)
+    body = create_body(_spec(container=ContainerOptions(gpus=(1, 3))), "docker", AGENT, None)
     assert body["HostConfig"]["DeviceRequests"] == access.device_requests
     assert "CUDA_VISIBLE_DEVICES=0,1" in body["Env"] and "CUDA_VISIBLE_DEVICES=1,3" not in body["Env"]
 
@@ -44,12 +46,12 @@ def test_podman_names_the_slots_gpus_as_cdi_devices() -> None:
     access = gpu_access("podman", (1, 3))
     assert [d["PathOnHost"] for d in access.devices] == ["nvidia.com/gpu=1", "nvidia.com/gpu=3"]
     assert access.device_requests == [] and access.env == {"CUDA_VISIBLE_DEVICES": "0,1"}
-    body = create_body(_spec(container=ContainerOptions(gpus=(1, 3))), "podman", "agent-1", None)
+    body = create_body(_spec(container=ContainerOptions(gpus=(1, 3))), "podman", AGENT, None)
     assert body["HostConfig"]["Devices"] == access.devices and "CUDA_VISIBLE_DEVICES=0,1" in body["Env"]
 
 
 def test_no_gpus_means_no_request_and_the_specs_environment_as_it_is() -> None:
-    body = create_body(_spec(), "docker", "agent-1", None)
+    body = create_body(_spec(), "docker", AGENT, None)
     assert body["HostConfig"]["DeviceRequests"] == [] and body["HostConfig"]["Devices"] == []
     assert body["Env"] == ["CUDA_VISIBLE_DEVICES=1,3", "A=b=c"]
 
@@ -58,9 +60,10 @@ def test_every_container_keeps_the_rules() -> None:
     options = ContainerOptions(devices=(Device("/dev/fuse", "/dev/fuse", "rw"),), add_capabilities=("SYS_PTRACE",),
                                drop_capabilities=("NET_RAW",))
     body = create_body(_spec(container=options, shm_size=2**30, mounts=(Mount("/data", "/data", read_only=False),)),
-                       "docker", "agent-1", None)
+                       "docker", AGENT, None)
     host = body["HostConfig"]
-    assert body["Labels"] == {"ai.stalwart.allocation": "7.1.0", "ai.stalwart.agent": "agent-1"}
+    assert body["Labels"] == {"ai.stalwart.allocation": "7.1.0", "ai.stalwart.agent": "agent-1",
+                              "ai.stalwart.work-dir": "0f1e"}
     assert body["Entrypoint"] == ["python3", "-m", "stalwart.harness.launch"] and "Cmd" not in body
     assert body["User"] == "1000:1000" and body["WorkingDir"] == "/work/7.1.0"
     assert host["SecurityOpt"] == ["no-new-privileges"] and host["Privileged"] is False and host["Init"] is True
@@ -73,15 +76,15 @@ def test_every_container_keeps_the_rules() -> None:
 
 def test_ports_are_published_only_off_the_hosts_network() -> None:
     options = ContainerOptions(network_mode="bridge", ports={"tensorboard": 6006})
-    body = create_body(_spec(container=options), "docker", "agent-1", None)
+    body = create_body(_spec(container=options), "docker", AGENT, None)
     assert body["ExposedPorts"] == {"6006/tcp": {}}
     assert body["HostConfig"]["PortBindings"] == {"6006/tcp": [{"HostIp": "", "HostPort": "6006"}]}
 
 
 def test_root_is_refused_unless_the_pool_allows_root_tasks() -> None:
     with pytest.raises(LaunchError, match="non-root OS user.*allow root tasks"):
-        create_body(_spec(user=RunAs(0, 0)), "docker", "agent-1", None)
-    assert create_body(_spec(user=RunAs(0, 0), container=ContainerOptions(allow_root=True)), "docker", "a",
+        create_body(_spec(user=RunAs(0, 0)), "docker", AGENT, None)
+    assert create_body(_spec(user=RunAs(0, 0), container=ContainerOptions(allow_root=True)), "docker", AGENT,
                        None)["User"] == "0:0"
 
 
@@ -91,13 +94,13 @@ def test_a_mount_that_holds_the_engines_socket_is_refused(tmp_path: pathlib.Path
     socket.touch()
     for host in (str(socket), str(socket.parent), "/var/run", "/"):
         with pytest.raises(LaunchError, match="would expose the container engine's socket"):
-            create_body(_spec(mounts=(Mount(host, "/x"),)), "docker", "agent-1", str(socket))
-    create_body(_spec(mounts=(Mount(str(tmp_path / "data"), "/x"),)), "docker", "agent-1", str(socket))
+            create_body(_spec(mounts=(Mount(host, "/x"),)), "docker", AGENT, str(socket))
+    create_body(_spec(mounts=(Mount(str(tmp_path / "data"), "/x"),)), "docker", AGENT, str(socket))
 
 
 def test_a_spec_without_an_image_is_refused() -> None:
     with pytest.raises(LaunchError, match="names no image"):
-        create_body(_spec(image=None), "podman", "agent-1", None)
+        create_body(_spec(image=None), "podman", AGENT, None)
 
 
 def test_an_engines_128_plus_n_is_a_death_by_signal_n() -> None:

@@ -59,6 +59,7 @@ def test_a_container_carries_its_labels_and_rules_and_is_gone_once_waited_for(ru
     info = api.inspect_container(run.id)
     assert info["Config"]["Labels"]["ai.stalwart.allocation"] == spec.allocation_id
     assert info["Config"]["Labels"]["ai.stalwart.agent"] == launcher.agent_id
+    assert info["Config"]["Labels"]["ai.stalwart.work-dir"] == (launcher.work_root / "work-dir-id").read_text()
     host = info["HostConfig"]
     assert "no-new-privileges" in host["SecurityOpt"] and not host["Privileged"] and host["Init"]
     assert host["NetworkMode"] == "host" and info["State"]["Pid"] == run.pid > 0
@@ -71,7 +72,8 @@ def test_a_container_carries_its_labels_and_rules_and_is_gone_once_waited_for(ru
 def test_an_agent_sees_and_removes_only_its_own_containers(runs: Runs, target: Target,
                                                             launcher: ContainerLauncher,
                                                             tmp_path: pathlib.Path) -> None:
-    other = target.launcher(tmp_path / "other", f"other-{uuid.uuid4().hex[:8]}")
+    # the other agent shares the engine and even the agent id (another cluster's "agent-0"), not the work directory
+    other = target.launcher(tmp_path / "other", launcher.agent_id)
     mine_spec, other_spec = runs.spec(runs.py(READY_THEN_SLEEP)), runs.spec(runs.py(READY_THEN_SLEEP))
     mine, mine_out = runs.start(mine_spec)
     theirs = other.start(other_spec)

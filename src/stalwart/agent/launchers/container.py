@@ -6,7 +6,9 @@ service` (`CONTAINER_HOST`, else the user's $XDG_RUNTIME_DIR/podman/podman.sock,
 for root). A run is created from `container_spec.create_body` (the rules every container keeps), attached
 before it starts (no output is lost), fenced by a host watchdog (`watchdog.py`) when the spec asks, and handled
 by `container_run.LaunchedContainer`. The containers an agent started carry its id as a label: that is how
-`list_started` and a restarted agent's `remove_survivors` find them.
+`list_started` and a restarted agent's `remove_survivors` find them, with the id of its work directory
+(`fencing.work_dir_id`): agents of other clusters or work directories that share the engine, even under the same
+agent id, never take those containers for their own.
 """
 
 from __future__ import annotations
@@ -20,10 +22,17 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from stalwart.agent.fencing import work_dir_id
 from stalwart.agent.launchers.base import Harness, ImageError, ImageSource, Launcher, LaunchError, LaunchSpec, Started
 from stalwart.agent.launchers.container_harness import ImagePythons, harness_in
 from stalwart.agent.launchers.container_run import Fence, LaunchedContainer
-from stalwart.agent.launchers.container_spec import LABEL_AGENT, LABEL_ALLOCATION, container_name, create_body
+from stalwart.agent.launchers.container_spec import (
+    LABEL_AGENT,
+    LABEL_ALLOCATION,
+    LABEL_WORK_DIR,
+    container_name,
+    create_body,
+)
 from stalwart.agent.launchers.gpus import Engine
 
 ENDED_STATES = {"exited", "dead", "stopped", "removing"}  # an engine's words for a container that no longer runs
@@ -68,7 +77,7 @@ class ContainerLauncher(Launcher):
     def start(self, spec: LaunchSpec) -> LaunchedContainer:
         from docker.errors import APIError, ImageNotFound
 
-        body = create_body(spec, self.engine, self.agent_id, self.engine_socket)
+        body = create_body(spec, self.engine, self._owner(), self.engine_socket)
         api = self.client().api
         try:
             container_id = str(api.create_container_from_config(body, container_name(spec, secrets.token_hex(3)))["Id"])
@@ -110,9 +119,13 @@ class ContainerLauncher(Launcher):
             os.close(read_fd)
         return Fence(write_fd, watchdog)
 
+    def _owner(self) -> dict[str, str]:
+        """The labels naming this agent on the containers it starts."""
+        return {LABEL_AGENT: self.agent_id, LABEL_WORK_DIR: work_dir_id(self.work_root)}
+
     def _labelled(self) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = self.client().api.containers(
-            all=True, filters={"label": f"{LABEL_AGENT}={self.agent_id}"})
+            all=True, filters={"label": [f"{k}={v}" for k, v in self._owner().items()]})
         return found
 
     def list_started(self) -> list[Started]:

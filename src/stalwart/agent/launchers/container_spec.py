@@ -4,15 +4,16 @@ Every container: runs the spec's argv exactly (the image's entrypoint and comman
 environment, working directory and mounts; as `uid:gid` with no supplementary groups, never as root unless
 the pool allows root tasks; with `no-new-privileges`, never privileged, never with the engine's socket
 mounted; under a small init (Docker's `docker-init`, Podman's `catatonit`) that passes signals on, reports a
-death by signal N as 128 + N and ends with the entrypoint; labelled with its allocation and agent; on the
-host's network unless the options say otherwise; with its output only on the attach stream (no log driver:
-the agent keeps the logs).
+death by signal N as 128 + N and ends with the entrypoint; labelled with its allocation, its agent and that
+agent's work directory; on the host's network unless the options say otherwise; with its output only on the
+attach stream (no log driver: the agent keeps the logs).
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from stalwart.agent.launchers.base import ContainerOptions, LaunchError, LaunchSpec, RunAs
@@ -20,6 +21,7 @@ from stalwart.agent.launchers.gpus import Engine, gpu_access
 
 LABEL_ALLOCATION = "ai.stalwart.allocation"
 LABEL_AGENT = "ai.stalwart.agent"
+LABEL_WORK_DIR = "ai.stalwart.work-dir"  # the starting agent's work directory's id (fencing.work_dir_id)
 WELL_KNOWN_SOCKETS = ("/var/run/docker.sock", "/run/docker.sock", "/run/podman/podman.sock",
                       "/run/containerd/containerd.sock")
 
@@ -76,8 +78,10 @@ def _host_config(spec: LaunchSpec, options: ContainerOptions, engine: Engine) ->
     return host
 
 
-def create_body(spec: LaunchSpec, engine: Engine, agent_id: str, engine_socket: str | None) -> dict[str, Any]:
-    """The body of `POST /containers/create` for `spec` (LaunchError when a rule refuses it)."""
+def create_body(spec: LaunchSpec, engine: Engine, owner: Mapping[str, str],
+                engine_socket: str | None) -> dict[str, Any]:
+    """The body of `POST /containers/create` for `spec` (LaunchError when a rule refuses it); `owner`: the labels
+    naming the agent that starts it."""
     if spec.image is None:
         raise LaunchError(f"allocation {spec.allocation_id} names no image: a container launcher runs images; "
                           "give environment.image, or run this agent with --runtime process")
@@ -93,7 +97,7 @@ def create_body(spec: LaunchSpec, engine: Engine, agent_id: str, engine_socket: 
         "Env": [f"{k}={v}" for k, v in env.items()],
         "WorkingDir": spec.cwd,
         "User": f"{user.uid}:{user.gid}",
-        "Labels": {LABEL_ALLOCATION: spec.allocation_id, LABEL_AGENT: agent_id},
+        "Labels": {LABEL_ALLOCATION: spec.allocation_id, **owner},
         "AttachStdin": False, "AttachStdout": True, "AttachStderr": True, "Tty": False, "OpenStdin": False,
         "HostConfig": _host_config(spec, options, engine),
     }

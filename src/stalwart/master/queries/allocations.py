@@ -19,6 +19,11 @@ def get(conn: Conn, allocation_id: str) -> Row:
     return one_or_404(conn, t.allocations, allocation_id, "allocation")
 
 
+def find(conn: Conn, allocation_id: str) -> Row | None:
+    """One allocation, or None when this master has none by that id."""
+    return conn.execute(sa.select(t.allocations).where(t.allocations.c.id == allocation_id)).mappings().first()
+
+
 def insert_pending(conn: Conn, allocation_id: str, *, trial_id: int | None, command_id: int | None, run_id: int,
                    slots: int, created_at: float) -> None:
     """A new PENDING allocation of a trial run or a command, asking for `slots` slots."""

@@ -34,6 +34,7 @@ from stalwart.rm.kubernetes import KubeError, pods as manifests
 
 log = logging.getLogger(__name__)
 Row = Mapping[Any, Any]  # an allocation row (a query's, or `live_with_jobs`' dict)
+ENDED_POD_GRACE_S = 30.0  # how long an ended run's pods are given to exit before they are deleted
 LOST_REASONS = ("Evicted", "NodeLost", "Preempting", "Shutdown", "Terminated", "DeadlineExceeded")
 
 
@@ -217,11 +218,28 @@ class KubernetesManager(engine_runs.EngineManager):
             log.warning("could not delete the pods of %s: %s", allocation_id, err)
 
     def _delete_ended(self, by_run: dict[str, dict[int, dict[str, Any]]], live: set[str]) -> None:
-        """Pods of runs that ended here (or that this master never had) are deleted with their Secrets; pods
-        already being deleted are left to finish."""
+        """Pods of runs that ended here (or that this master never had) are deleted with their Secrets once their
+        containers have exited (at most `ENDED_POD_GRACE_S` after the run ended), so that an eviction the pod's agent
+        reported only as a lost node is still named on the run's log; pods already being deleted are left to
+        finish."""
         for aid, pods in by_run.items():
-            if aid not in live and any(not (p.get("metadata") or {}).get("deletionTimestamp") for p in pods.values()):
-                self._delete_run(aid, None, None)
+            if aid in live or all((p.get("metadata") or {}).get("deletionTimestamp") for p in pods.values()):
+                continue
+            row = allocation_rows.find(self.conn, aid)
+            exited = all(_phase(p) in ("Failed", "Succeeded") for p in pods.values())
+            if row is not None and not exited and time.time() - (row["ended_at"] or 0) < ENDED_POD_GRACE_S:
+                continue
+            if row is not None:
+                self._note_disruption(row, pods)
+            self._delete_run(aid, None, None)
+
+    def _note_disruption(self, row: Row, pods: dict[int, dict[str, Any]]) -> None:
+        """An ended run's pod that Kubernetes took away (evicted, preempted, its node shut down) says so on the
+        run's log: its agent saw only a SIGTERM."""
+        for pod in pods.values():
+            why = _disruption(pod)
+            if why:
+                engine_runs.note(self.conn, row, f"pod {_name(pod)} was taken away by Kubernetes ({why})", "WARNING")
 
     # -- asked by the master ----------------------------------------------------------------------------------------
     def capacity(self) -> list[PoolCapacity]:
@@ -272,6 +290,17 @@ def _container_waiting(pod: dict[str, Any]) -> str | None:
         waiting = (cs.get("state") or {}).get("waiting")
         if waiting and waiting.get("reason") not in (None, "ContainerCreating", "PodInitializing"):
             return f"{waiting['reason']}: {waiting.get('message') or ''}".rstrip(": ")
+    return None
+
+
+def _disruption(pod: dict[str, Any]) -> str | None:
+    """Why Kubernetes ended the pod (status reason Evicted, or a DisruptionTarget condition), if it did."""
+    status = pod.get("status") or {}
+    if status.get("reason") in LOST_REASONS:
+        return f"{status['reason']}: {status.get('message') or ''}".rstrip(": ")
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "DisruptionTarget" and cond.get("status") == "True":
+            return f"{cond.get('reason') or 'DisruptionTarget'}: {cond.get('message') or ''}".rstrip(": ")
     return None
 
 
