@@ -3,7 +3,8 @@ thread, on SQLite or PostgreSQL, in rbac mode) with two workspaces and one of ev
 
 Workspace W holds experiment E (a live trial with a live allocation and a checkpoint), command K, project P and
 their jobs; workspace W2 holds experiment E2 (another experiment's allocation). Experiment E3 in W has an allocation
-that has ended. Each workspace holds a model with a version (W's of E's checkpoint, W2's of E2's). The agent is the
+that has ended. Each workspace holds a model with a version (W's of E's checkpoint, W2's of E2's) and a
+configuration template. The agent is the
 test itself, speaking the agent protocol over HTTP with its own credential. Names of W's objects carry `SECRET` (its
 model's notes, since a path names a model by name): a caller who may not view W must never read it. One user per kind
 of caller holds the roles `CALLERS` gives it; `tess` owns the account objects (her account, her access token).
@@ -149,6 +150,14 @@ class World:
             made["workspace_id"] = self.workspaces[where]
         return str(ok(self.admin.post("/api/v1/webhooks", json=made))["webhook"]["id"])
 
+    def new_template(self, where: str = "W") -> str:
+        """A new configuration template of W (its config carries `SECRET`; a path names it by name) or of W2."""
+        name = f"template-{where.lower()}-{next(self.serial)}"
+        config = {"description": f"tpl-{SECRET}" if where == "W" else "tpl", "max_restarts": 1}
+        ok(self.admin.post("/api/v1/templates", json={"name": name, "config": config,
+                                                      "workspace": f"team-{where.lower()}"}))
+        return name
+
     def new_group(self) -> str:
         name = f"group-{next(self.serial)}"
         ok(self.admin.post("/api/v1/groups", json={"name": name}))
@@ -231,6 +240,8 @@ def _objects(world: World) -> None:
     world.values["webhook_id"] = world.new_webhook("W")
     world.new_webhook("W2")
     world.new_webhook(None)  # the cluster's: listed only to who may manage it on the cluster
+    world.values["template_name"] = world.new_template("W")
+    world.new_template("W2")
 
 
 def build(home: pathlib.Path, db_url: str) -> Iterator[World]:
@@ -276,5 +287,6 @@ FRESH: dict[str, Factory] = {
     "group_name": lambda w: w.new_group(),
     "webhook_id": lambda w: w.new_webhook(),
     "model_name": lambda w: w.new_model(),
+    "template_name": lambda w: w.new_template(),
 }
 """Objects made anew for a call that changes or removes what it names (the world's own stay as they are)."""

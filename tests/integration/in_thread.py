@@ -16,7 +16,8 @@ from stalwart.testing import free_port
 @contextmanager
 def serving(app: Any, name: str) -> Iterator[str]:
     """Serve `app` on a free loopback port until the block ends; yields its base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning",
+                                           ws="websockets-sansio"))
     thread = threading.Thread(target=server.run, name=name, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -31,7 +31,7 @@ import pytest
 from pg_databases import fresh_database
 from stalwart.api import permissions as P
 from stalwart.api.auth_kinds import PATH_VALUES, AuthKind, PathValue, Scope
-from stalwart.api.routes_table import HTML, ROUTES, RouteSpec
+from stalwart.api.routes_table import HTML, ROUTES, WEBSOCKET, RouteSpec
 from stalwart.master.identity import authz
 
 pytestmark = pytest.mark.integration
@@ -52,6 +52,8 @@ BODIES = {
     ("POST", "/api/v1/webhooks"): lambda w: {"url": "http://127.0.0.1:9/made", "workspace_id": w.workspaces["W"],
                                              "triggers": [{"trigger_type": "CUSTOM"}]},
     ("POST", "/api/v1/models"): lambda w: {"name": f"made-{next(w.serial)}", "workspace": "team-w"},
+    ("POST", "/api/v1/templates"): lambda w: {"name": f"made-{next(w.serial)}", "config": {"max_restarts": 2},
+                                              "workspace": "team-w"},
     ("POST", "/api/v1/rbac/assignments"): lambda w: {"role": "Viewer", "username": "tess",
                                                      "workspaceId": w.workspaces["W"]},
     ("POST", "/api/v1/rbac/unassignments"): lambda w: {"role": "Viewer", "username": "tess",
@@ -146,10 +148,12 @@ def test_every_route_of_the_table_is_covered() -> None:
 
 
 def test_the_master_serves_exactly_the_table(world: aw.World) -> None:
-    from fastapi.routing import iter_route_contexts
+    from fastapi.routing import APIWebSocketRoute, iter_route_contexts
 
-    served = {(method, route.path) for route in iter_route_contexts(world.app.routes)
+    contexts = list(iter_route_contexts(world.app.routes))
+    served = {(method, route.path) for route in contexts
               for method in (getattr(route, "methods", None) or ()) if method != "HEAD"}
+    served |= {(WEBSOCKET, route.path) for route in contexts if isinstance(route.route, APIWebSocketRoute)}
     assert served == {s.key for s in ROUTES}
 
 
@@ -225,6 +229,7 @@ ALLOCATION_BODIES = {
     ("POST", "/api/v1/checkpoints"): {"trial_id": "{trial_id}", "uuid": "{fresh}", "metadata": {"steps_completed": 2},
                                       "resources": {"w": 1}},
     ("POST", "/api/v1/allocations/{allocation_id}/signals/ack_preemption"): None,
+    ("POST", "/api/v1/allocations/{allocation_id}/service"): {"port": 8888},
     ("POST", "/api/v1/trials/{trial_id}/alerts"): {"title": "t", "description": "d", "level": "INFO"},
     ("POST", "/api/v1/task/logs"): {"logs": [{"allocation_id": "{allocation_id}", "trial_id": "{trial_id}",
                                               "timestamp": 1.0, "log": "hi"}]},

@@ -149,7 +149,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
 
 def _models_and_webhooks(admin: TestClient, bob: TestClient, ckpt: str) -> dict[str, str]:
-    """Bob's model with version 1 (his checkpoint), and a webhook: their path values."""
+    """Bob's model with version 1 (his checkpoint), a webhook and bob's template: their path values."""
     model = bob.post("/api/v1/models", json={"name": "bobs-model"})
     assert model.status_code == 200, model.text
     version = bob.post("/api/v1/models/bobs-model/versions", json={"checkpoint_uuid": ckpt})
@@ -157,7 +157,10 @@ def _models_and_webhooks(admin: TestClient, bob: TestClient, ckpt: str) -> dict[
     webhook = admin.post("/api/v1/webhooks", json={"url": "http://127.0.0.1:9/hook",
                                                    "triggers": [{"trigger_type": "CUSTOM"}]})
     assert webhook.status_code == 200, webhook.text
-    return {"model_name": "bobs-model", "version_num": "1", "webhook_id": str(webhook.json()["webhook"]["id"])}
+    template = bob.post("/api/v1/templates", json={"name": "bobs-template", "config": {"max_restarts": 1}})
+    assert template.status_code == 200, template.text
+    return {"model_name": "bobs-model", "version_num": "1", "webhook_id": str(webhook.json()["webhook"]["id"]),
+            "template_name": "bobs-template"}
 
 
 def _served_routes(app: FastAPI) -> list[RouteSpec]:
@@ -250,7 +253,7 @@ def _forbidden_to_ann(spec: RouteSpec) -> bool:
     if permission.basic is P.Rule.ADMIN:
         return True
     owned = {"exp_id", "trial_id", "cmd_id", "job_id", "username", "token_id", "workspace_id", "project_id",
-             "model_name"}
+             "model_name", "template_name"}
     return permission.basic is P.Rule.OWNER and bool(set(re.findall(r"\{(\w+)", spec.path)) & owned)
 
 

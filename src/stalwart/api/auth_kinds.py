@@ -10,6 +10,7 @@ class AuthKind(str, enum.Enum):
     CLUSTER = "cluster"  # agents, with the cluster token
     ALLOCATION = "allocation"  # a trial process, with its allocation's token
     USER = "user"  # a person or a script (the CLI, the UI); enforced by a later identity issue
+    PROXY = "proxy"  # a user's traffic to a task's service (/proxy/...): its owner (a TensorBoard: its readers)
 
 
 class Scope(str, enum.Enum):
@@ -43,6 +44,7 @@ PATH_VALUES: dict[str, PathValue] = {
     "job_id": PathValue.WORKSPACE_OBJECT, "project_id": PathValue.WORKSPACE_OBJECT,
     "workspace_id": PathValue.WORKSPACE_OBJECT, "model_name": PathValue.WORKSPACE_OBJECT,
     "webhook_id": PathValue.WORKSPACE_OBJECT,  # a workspace's webhook; the cluster's (no workspace): on the cluster
+    "template_name": PathValue.WORKSPACE_OBJECT,  # a configuration template, by its name
     "username": PathValue.ACCOUNT_OBJECT, "token_id": PathValue.ACCOUNT_OBJECT,
     "agent_id": PathValue.CLUSTER_OBJECT, "pool": PathValue.CLUSTER_OBJECT, "group_name": PathValue.CLUSTER_OBJECT,
     "role": PathValue.CLUSTER_OBJECT,

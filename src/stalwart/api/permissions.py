@@ -85,6 +85,9 @@ EDIT_MODEL_REGISTRY = _p("edit_model_registry", "change, archive and move a mode
 DELETE_MODEL_REGISTRY = _p("delete_model_registry", "delete a model or a model version", Rule.OWNER)
 EDIT_WEBHOOKS = _p("edit_webhooks", "create, list, test and delete webhooks: a workspace's (on that workspace) or "
                                     "the cluster's (on the cluster)", Rule.ADMIN)
+VIEW_TEMPLATES = _p("view_templates", "read configuration templates (their secrets hidden) and create experiments and "
+                                      "tasks with them", Rule.ANYONE)
+EDIT_TEMPLATES = _p("edit_templates", "create, change and remove configuration templates", Rule.OWNER)
 
 REGISTRY: dict[str, Permission] = {p.name: p for p in (
     VIEW_EXPERIMENTS, CREATE_EXPERIMENTS, EDIT_EXPERIMENTS, DELETE_EXPERIMENTS, DELETE_CHECKPOINTS, VIEW_CLUSTER,
@@ -92,7 +95,7 @@ REGISTRY: dict[str, Permission] = {p.name: p for p in (
     MANAGE_OWN_TOKENS, MANAGE_ALL_TOKENS, VIEW_AUDIT, SIGN_OUT, VIEW_WORKSPACES, CREATE_WORKSPACES, EDIT_WORKSPACES,
     DELETE_WORKSPACES, CREATE_PROJECTS, EDIT_PROJECTS, DELETE_PROJECTS, ASSIGN_ROLES, VIEW_ROLES, MANAGE_GROUPS,
     BIND_POOLS, SET_AGENT_USER, VIEW_MODEL_REGISTRY, CREATE_MODEL_REGISTRY, EDIT_MODEL_REGISTRY,
-    DELETE_MODEL_REGISTRY, EDIT_WEBHOOKS)}
+    DELETE_MODEL_REGISTRY, EDIT_WEBHOOKS, VIEW_TEMPLATES, EDIT_TEMPLATES)}
 """Every permission by name."""
 
 ACCOUNT = frozenset({SIGN_OUT, EDIT_OWN_ACCOUNT, MANAGE_OWN_TOKENS, VIEW_USERS, VIEW_ROLES, VIEW_CLUSTER})
@@ -117,10 +120,10 @@ class Role:
     workspace_scoped: bool = True  # may be assigned on one workspace (else on the cluster only)
 
 
-_VIEW = frozenset({VIEW_EXPERIMENTS, VIEW_TASKS, VIEW_WORKSPACES, VIEW_MODEL_REGISTRY})
+_VIEW = frozenset({VIEW_EXPERIMENTS, VIEW_TASKS, VIEW_WORKSPACES, VIEW_MODEL_REGISTRY, VIEW_TEMPLATES})
 _EDIT = _VIEW | {CREATE_EXPERIMENTS, EDIT_EXPERIMENTS, DELETE_EXPERIMENTS, DELETE_CHECKPOINTS, EDIT_JOBS,
                  CREATE_PROJECTS, EDIT_PROJECTS, DELETE_PROJECTS, CREATE_COMMANDS, EDIT_COMMANDS,
-                 CREATE_MODEL_REGISTRY, EDIT_MODEL_REGISTRY, DELETE_MODEL_REGISTRY}
+                 CREATE_MODEL_REGISTRY, EDIT_MODEL_REGISTRY, DELETE_MODEL_REGISTRY, EDIT_TEMPLATES}
 _NTSC = frozenset({CREATE_COMMANDS, EDIT_COMMANDS})
 
 ROLES: dict[str, Role] = {r.name: r for r in (

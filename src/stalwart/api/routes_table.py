@@ -28,6 +28,7 @@ from stalwart.api.models import (
     series,
     sso,
     tasks,
+    templates,
     trials,
     ui,
     users,
@@ -71,6 +72,12 @@ class RouteSpec:
 
 
 OPEN, CLUSTER, ALLOC, USER = AuthKind.OPEN, AuthKind.CLUSTER, AuthKind.ALLOCATION, AuthKind.USER
+PROXY = AuthKind.PROXY
+PROXY_PATH = "/proxy/{task_id}/{path:path}"
+PROXY_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+"""The task proxy's methods (and HEAD, with GET); "WEBSOCKET" names its WebSocket route in the table."""
+WEBSOCKET = "WEBSOCKET"
+UNREACHABLE = 502  # a task's service that does not answer
 BAD, AUTH, NF, STATE, BIG, BUSY = 400, (401, 403), 404, 409, 413, 503
 SLOW = 429  # a password check in the back-off of failed logins, or too many at once (identity/login_guard)
 STATIC_TYPES = ("text/javascript", "text/css", "image/png", "image/svg+xml", "text/plain", "image/x-icon")
@@ -83,6 +90,7 @@ PJ = "/api/v1/projects"
 RP = "/api/v1/resource-pools"
 MD = "/api/v1/models"
 MV = MD + "/{model_name}/versions"
+TP = "/api/v1/templates"
 
 
 def _r(method: str, path: str, auth: AuthKind, response: type[BaseModel] | None, *errors: int | tuple[int, ...],
@@ -126,6 +134,10 @@ ROUTES: tuple[RouteSpec, ...] = (
     _r("GET", "/docs/rest-api/", OPEN, None, content_type=HTML),
     _r("GET", "/ui/static/{version}/{path:path}", OPEN, None, NF, content_type="application/octet-stream",
        also_content=STATIC_TYPES),
+    # the task proxy (routes/proxy.py): what crosses is the service's own; who may pass, proxy/target.py
+    *(_r(method, PROXY_PATH, PROXY, None, AUTH, NF, STATE, UNREACHABLE, content_type="*/*")
+      for method in PROXY_METHODS),
+    _r(WEBSOCKET, PROXY_PATH, PROXY, None, AUTH, NF, STATE, content_type="*/*"),
     # experiments
     _r("POST", E, USER, experiments.CreatedExperiment, BAD, request=experiments.CreateExperiment,
        permission=P.CREATE_EXPERIMENTS, scope=BODY),
@@ -169,6 +181,7 @@ ROUTES: tuple[RouteSpec, ...] = (
        request=checkpoints.RegisterCheckpoint),
     _r("GET", AL + "/{allocation_id}/signals/preemption", ALLOC, allocations.Preemption, BAD, NF),
     _r("POST", AL + "/{allocation_id}/signals/ack_preemption", ALLOC, Empty, BAD, NF),
+    _r("POST", AL + "/{allocation_id}/service", ALLOC, Empty, BAD, NF, STATE, request=allocations.ServiceStarted),
     # allocations: agent side
     _r("GET", AL + "/{allocation_id}/context", CLUSTER, allocations.Context, BAD, NF),
     _r("POST", AL + "/{allocation_id}/started", CLUSTER, allocations.StartedAnswer, BAD, NF,
@@ -209,6 +222,15 @@ ROUTES: tuple[RouteSpec, ...] = (
     _r("POST", "/api/v1/webhooks/{webhook_id}/test", USER, webhooks.TestDelivery, BAD, NF,
        permission=P.EDIT_WEBHOOKS),
     _r("POST", T + "/{trial_id}/alerts", ALLOC, webhooks.AlertQueued, BAD, NF, STATE, request=webhooks.Alert),
+    # configuration templates (docs/templates.md): each in a workspace; answers hide their secrets; PUT replaces an
+    # existing one (POST creates)
+    _r("POST", TP, USER, templates.TemplateEnvelope, BAD, NF, STATE, request=templates.CreateTemplate,
+       permission=P.EDIT_TEMPLATES, scope=BODY),
+    _r("GET", TP, USER, templates.TemplateList, BAD, permission=P.VIEW_TEMPLATES, scope=LIST),
+    _r("GET", TP + "/{template_name}", USER, templates.TemplateEnvelope, BAD, NF, permission=P.VIEW_TEMPLATES),
+    _r("PUT", TP + "/{template_name}", USER, templates.TemplateEnvelope, BAD, NF, STATE,
+       request=templates.SetTemplate, permission=P.EDIT_TEMPLATES),
+    _r("DELETE", TP + "/{template_name}", USER, Empty, BAD, NF, permission=P.EDIT_TEMPLATES),
     # agents and slots
     _r("POST", "/api/v1/agents", CLUSTER, agents.Registered, BAD, STATE, request=agents.RegisterAgent),
     _r("GET", "/api/v1/agents/{agent_id}/actions", CLUSTER, agents.Actions, BAD, NF),

@@ -198,7 +198,9 @@ def master_run(config_file: str | None, db_url: str | None, host: str | None, po
     os.chmod(token_path, 0o600)
     # which cluster this home's master serves: `stalwart up` checks that the master answering is this one
     local_cluster.cluster_id_file(base).write_text(app.state.master.cluster_id)
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
+    # WebSockets (the task proxy's: Jupyter kernels, terminals) through the websockets library's sans-I/O protocol:
+    # uvicorn's "auto" finds no implementation it can use with websockets 14+
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3, ws="websockets-sansio")
 
 
 def _private_sqlite_file(db_url: str) -> None:

@@ -59,17 +59,19 @@ def _config(config_file: str | None, overrides: tuple[str, ...], entrypoint: tup
 @click.option("--config", "overrides", multiple=True, metavar="KEY=VAL", help="Override a config key (dotted path).")
 @click.option("-c", "--context", "context_dir", default=None, help="Directory shipped as the working directory.")
 @click.option("-d", "--detach", is_flag=True, help="Print the id and return instead of following the logs.")
+@click.option("--template", default=None, metavar="NAME",
+              help="A configuration template the master merges under the config (`stalwart template list`).")
 @click.argument("entrypoint", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def run(ctx: click.Context, config_file: str | None, overrides: tuple[str, ...], context_dir: str | None, detach: bool,
-        entrypoint: tuple[str, ...]) -> None:
+        template: str | None, entrypoint: tuple[str, ...]) -> None:
     """Run a program on the cluster and print its output.
 
     ENTRYPOINT... is the program and its arguments; it runs on an agent in a copy of --context's directory (if
     given), with resources.slots slots (1 by default, 0 for CPU-only on the aux pool). Without --detach it says
     why while the command waits in the queue, then prints the output and exits with the command's exit code; with
     --detach it prints the command's id and returns (`cmd logs ID --follow` prints the output later, `cmd kill ID`
-    stops it)."""
+    stops it). --template merges a configuration template under the config (the config's own values win)."""
     config = _config(config_file, overrides, entrypoint)
     context_b64 = None
     if context_dir:
@@ -78,7 +80,7 @@ def run(ctx: click.Context, config_file: str | None, overrides: tuple[str, ...],
             output.warn(w)
         context_b64 = base64.b64encode(packed.data).decode()
     client = client_of(ctx)
-    cmd = client.create_command(config, context_b64).command
+    cmd = client.create_command(config, context_b64, template=template).command
     output.console.print(f"Launched command {cmd.id} ({cmd.description}) in pool {cmd.resource_pool}.")
     if not detach:
         queued.wait_while_queued(client, "COMMAND", cmd.id, f"Command {cmd.id}", hint=(

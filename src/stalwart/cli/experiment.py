@@ -39,11 +39,12 @@ def experiment() -> None:
     short for `experiment`."""
 
 
-def submit(client: Client, config_text: str, context_b64: str, *, paused: bool, parent_id: int | None = None
-           ) -> tuple[CreatedExperiment, Experiment]:
-    """Create an experiment (started unless `paused`; `parent_id`: the one it is forked from), show the master's
-    warnings, and return its answer."""
-    reply = client.create_experiment(config_text, context_b64, activate=not paused, parent_id=parent_id)
+def submit(client: Client, config_text: str, context_b64: str, *, paused: bool, parent_id: int | None = None,
+           template: str | None = None) -> tuple[CreatedExperiment, Experiment]:
+    """Create an experiment (started unless `paused`; `parent_id`: the one it is forked from; `template`: merged
+    under the config by the master), show the master's warnings, and return its answer."""
+    reply = client.create_experiment(config_text, context_b64, activate=not paused, parent_id=parent_id,
+                                     template=template)
     for w in reply.warnings:
         output.warn(w)
     if reply.experiment is None:
@@ -61,22 +62,28 @@ def submit(client: Client, config_text: str, context_b64: str, *, paused: bool, 
 @click.option("-t", "--test-mode", "test_mode", is_flag=True,
               help="Run a short smoke test (one batch, a validation, a checkpoint) and show each stage.")
 @click.option("--local", is_flag=True, help="With --test-mode: run it here, with no master.")
+@click.option("--template", default=None, metavar="NAME",
+              help="A configuration template the master merges under the config (`stalwart template list`).")
 @format_options
 @click.pass_context
 def create(ctx: click.Context, config_file: str, context_dir: str, includes: tuple[str, ...],
            overrides: tuple[str, ...], follow: bool, paused: bool, test_mode: bool, local: bool,
-           fmt: output.Format) -> None:
+           template: str | None, fmt: output.Format) -> None:
     """Create and start an experiment from a config and code.
 
     CONFIG_FILE is its YAML config (Determined's schema; --config KEY=VAL changes a key); CONTEXT_DIR holds its
     code, packed (less what .detignore excludes; 95 MiB at most) and sent to the master, which checks both before
     it stores anything. It prints the new experiment's id and returns; --follow streams the first trial's logs
     until the experiment ends, --paused creates it without starting it (`activate` starts it), and --test-mode runs
-    a short smoke test instead. `fork` creates one from an existing experiment's config and code."""
+    a short smoke test instead. --template merges a configuration template under the config (the config's own
+    values win; the merged config is what the experiment keeps). `fork` creates one from an existing experiment's
+    config and code."""
     if sum(map(bool, (follow, paused, test_mode))) > 1:
         raise InvalidRequest("--follow, --paused and --test-mode cannot be used together")
     if local and not test_mode:
         raise InvalidRequest("--local needs --test-mode")
+    if local and template is not None:
+        raise InvalidRequest("--template needs the master (it keeps the templates): drop --local, or --template")
     text = read_config_text(config_file, overrides)
     if test_mode:
         config = test_mode_config(text)
@@ -87,7 +94,7 @@ def create(ctx: click.Context, config_file: str, context_dir: str, includes: tup
     for w in packed.warnings:
         output.warn(w)
     client = client_of(ctx)
-    reply, exp = submit(client, text, base64.b64encode(packed.data).decode(), paused=paused)
+    reply, exp = submit(client, text, base64.b64encode(packed.data).decode(), paused=paused, template=template)
     if fmt is output.Format.TABLE:
         output.console.print(f"Created experiment {exp.id} ({exp.name}), state {exp.state.value}")
     else:

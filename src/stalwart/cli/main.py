@@ -23,6 +23,7 @@ from stalwart.cli.output import err_console
 from stalwart.cli.project import project
 from stalwart.cli.rbac import rbac
 from stalwart.cli.resource_pool import resource_pool
+from stalwart.cli.template import template
 from stalwart.cli.token import token
 from stalwart.cli.trial import trial
 from stalwart.cli.user import user
@@ -39,7 +40,7 @@ EXIT_CODES = ("Exit codes: 0 done; 1 failed (an experiment that did not complete
 @click.group(cls=AliasedGroup, epilog=EXIT_CODES,
              aliases={"e": "experiment", "t": "trial", "c": "checkpoint", "a": "agent", "j": "job",
                       "cmd": "command", "s": "slot", "u": "user", "tkn": "token", "w": "workspace", "p": "project",
-                      "rp": "resource-pool", "m": "model"},
+                      "rp": "resource-pool", "m": "model", "tpl": "template"},
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-m", "--master", "master_url", default=None,
               help="Master address (else $STALWART_MASTER, $DET_MASTER, or the local cluster).")
@@ -55,12 +56,12 @@ def cli(ctx: click.Context, master_url: str | None, user_name: str | None) -> No
     Start a local cluster with `stalwart up`, then run an experiment with `stalwart e create CONFIG.yaml CODE_DIR
     --follow`. Each command's --help says what it does and changes. Short names: e experiment, t trial,
     c checkpoint, cmd command, j job, a agent, s slot, u user, tkn token, w workspace, p project, rp
-    resource-pool, m model."""
+    resource-pool, m model, tpl template."""
     ctx.obj = RootOptions(master=master_url, user=user_name)
 
 
 for group in (up, down, master, agent, slot, experiment, trial, checkpoint, preview_search, job, command, user, token,
-              audit, workspace, project, user_group, rbac, resource_pool, auth, model, webhook):
+              audit, workspace, project, user_group, rbac, resource_pool, auth, model, webhook, template):
     cli.add_command(group)
 for verb in (experiment_edit.delete, experiment_edit.set_, experiment_edit.label, experiment_continue.continue_,
              experiment_continue.fork, experiment_files.logs, experiment_files.config, experiment_files.download,

@@ -26,6 +26,7 @@ SLOTS = endpoint("GET", "/api/v1/slots", agents.SlotList)
 TASK_LOGS = endpoint("POST", "/api/v1/task/logs", trials.Accepted, agents.TaskLogs)
 CONTEXT = endpoint("GET", AL + "/{allocation_id}/context", allocations.Context)
 STARTED = endpoint("POST", AL + "/{allocation_id}/started", allocations.StartedAnswer, allocations.Started)
+SERVICE = endpoint("POST", AL + "/{allocation_id}/service", common.Empty, allocations.ServiceStarted)
 EXITED = endpoint("POST", AL + "/{allocation_id}/exited", common.Empty, allocations.Exited)
 
 
@@ -57,6 +58,11 @@ class AgentsApi(Api):
     def allocation_started(self, allocation_id: str, *, agent_id: str, pid: int | None) -> allocations.StartedAnswer:
         return self.call(STARTED, path={"allocation_id": allocation_id},
                          json_body=body(allocations.Started, agent_id=agent_id, pid=pid))
+
+    def allocation_service(self, allocation_id: str, *, port: int) -> common.Empty:
+        """The task's server answers on `port` of this machine (its allocation token says which task)."""
+        return self.call(SERVICE, path={"allocation_id": allocation_id},
+                         json_body=body(allocations.ServiceStarted, port=port))
 
     def allocation_exited(self, allocation_id: str, *, agent_id: str, exit_code: int | None,
                           agent_lost: bool = False, setup_failed: bool = False) -> common.Empty:

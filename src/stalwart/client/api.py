@@ -10,6 +10,7 @@ from stalwart.client.master import MasterApi
 from stalwart.client.models import ModelsApi
 from stalwart.client.oidc import SsoApi
 from stalwart.client.tasks import TasksApi
+from stalwart.client.templates import TemplatesApi
 from stalwart.client.trials import TrialsApi
 from stalwart.client.users import UsersApi
 from stalwart.client.webhooks import WebhooksApi
@@ -17,7 +18,7 @@ from stalwart.client.workspaces import WorkspacesApi
 
 
 class Client(ExperimentsApi, TrialsApi, CheckpointsApi, AgentsApi, JobsApi, TasksApi, UsersApi, WorkspacesApi,
-             ModelsApi, WebhooksApi, SsoApi, MasterApi):
+             ModelsApi, WebhooksApi, SsoApi, TemplatesApi, MasterApi):
     """One master. `retry_for` > 0 keeps retrying connection failures and 5xx answers that long (seconds).
 
     A method per operation, returning the response model (`get_experiment(id).experiment.state`); the

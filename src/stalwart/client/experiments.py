@@ -32,10 +32,13 @@ PREVIEW = endpoint("POST", "/api/v1/searcher/preview", searcher.PreviewAnswer, s
 class ExperimentsApi(Api):
     def create_experiment(self, config: str, context_b64: str = "", *, activate: bool = True,
                           owner: str | None = None, validate_only: bool = False,
-                          parent_id: int | None = None) -> experiments.CreatedExperiment:
+                          parent_id: int | None = None, template: str | None = None) -> experiments.CreatedExperiment:
         """`config`: the experiment config as YAML text; `context_b64`: base64 of the context .tgz; `parent_id`:
-        the experiment it is forked from (a secret shown hidden in its config keeps the parent's value)."""
+        the experiment it is forked from (a secret shown hidden in its config keeps the parent's value);
+        `template`: a configuration template the master merges under the config (the merged config is stored)."""
         fields: dict[str, object] = {"config": config, "context": context_b64, "activate": activate}
+        if template is not None:
+            fields["template"] = template
         if owner is not None:
             fields["owner"] = owner
         if parent_id is not None:

@@ -20,9 +20,13 @@ LOGS = endpoint("GET", "/api/v1/tasks/{task_id}/logs", trials.LogEntry)
 
 
 class TasksApi(Api):
-    def create_command(self, config: str | dict[str, Any], context_b64: str | None = None) -> tasks.CommandEnvelope:
-        """`config`: YAML text or a mapping with `entrypoint`; `context_b64`: base64 of a context .tgz."""
+    def create_command(self, config: str | dict[str, Any], context_b64: str | None = None, *,
+                       template: str | None = None) -> tasks.CommandEnvelope:
+        """`config`: YAML text or a mapping with `entrypoint`; `context_b64`: base64 of a context .tgz; `template`: a
+        configuration template the master merges under the config (the merged config is stored)."""
         fields: dict[str, Any] = {"config": config}
+        if template is not None:
+            fields["template"] = template
         if context_b64 is not None:
             fields["context"] = context_b64
         return self.call(CREATE, json_body=body(tasks.CreateCommand, **fields))

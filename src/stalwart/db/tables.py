@@ -144,6 +144,7 @@ allocations = sa.Table(
     sa.Column("engine_job_id", sa.String(64), nullable=True, index=True),
     sa.Column("join_token_hash", sa.String(64), nullable=True, unique=True, index=True),
     sa.Column("engine_started_at", sa.Float, nullable=True),
+    sa.Column("service_port", sa.Integer, nullable=True),  # where a task's server listens on its agent (0016)
 )
 
 # Every experiment and command is a job in the queue; the scheduler orders by (priority,
@@ -168,15 +169,15 @@ commands = sa.Table(
     "commands",
     metadata,
     sa.Column("id", Id32, primary_key=True, autoincrement=True),
-    sa.Column("description", sa.String(512), nullable=False),
-    sa.Column("owner", sa.String(128), nullable=False),
+    sa.Column("description", sa.String(512), nullable=False), sa.Column("owner", sa.String(128), nullable=False),
     sa.Column("project_id", Id32, nullable=False, default=1, index=True),  # projects.id (1: Uncategorized)
     sa.Column("config", JSONType, nullable=False),
     sa.Column("archive", sa.LargeBinary, nullable=True),
     sa.Column("state", sa.String(32), nullable=False, index=True),
-    sa.Column("exit_code", sa.Integer, nullable=True),
-    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("exit_code", sa.Integer, nullable=True), sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("ended_at", sa.Float, nullable=True),
+    # command, notebook, tensorboard or shell (migration 0016; every earlier task is a command)
+    sa.Column("kind", sa.String(16), nullable=False, default="command", server_default="command"),
     sqlite_autoincrement=True,
 )
 

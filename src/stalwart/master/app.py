@@ -27,9 +27,11 @@ from stalwart.master.routes import (
     jobs,
     models,
     oidc,
+    proxy,
     rbac,
     searcher,
     tasks,
+    templates,
     trials,
     users,
     webhooks,
@@ -64,6 +66,8 @@ def create_app(settings: MasterSettings) -> FastAPI:
                 task.cancel()
             searchers.close_all(m)
             offload.shutdown()
+            if m.proxy_client is not None:
+                await m.proxy_client.aclose()
             m.db.dispose()
 
     # /docs/rest-api/ is served by the UI (ui/page_routes.py) with a vendored Swagger UI; FastAPI's /docs and /redoc
@@ -78,7 +82,7 @@ def create_app(settings: MasterSettings) -> FastAPI:
 
     # workspaces before experiments: its POST /experiments/{id}/move must win over experiments' /{id}/{action}
     for module in (cluster, workspaces, experiments, trials, allocations, agents, checkpoints, searcher, jobs, tasks,
-                   users, oidc, rbac, models, webhooks, elastic):
+                   users, oidc, rbac, models, webhooks, elastic, templates, proxy):
         app.include_router(module.router)
     ui.install(app)
     app.openapi = lambda: contract.openapi_document(app)  # type: ignore[method-assign]  # FastAPI's way to extend

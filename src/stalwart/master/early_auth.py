@@ -126,6 +126,8 @@ class EarlyAuth:
             return contract.require_allocation
         if kinds == {AuthKind.CLUSTER, AuthKind.ALLOCATION}:
             return contract.require_cluster_or_allocation
+        if kinds == {AuthKind.PROXY}:
+            return self._proxied
         raise ValueError(f"{spec.method} {spec.path}: no early caller check for auth kinds "
                          f"{sorted(k.value for k in kinds)} (add one in master/early_auth.py, calling the check the "
                          "route's dependency in routes/contract.py uses)")
@@ -143,6 +145,10 @@ class EarlyAuth:
                 raise
 
         return check
+
+    async def _proxied(self, request: Request) -> None:
+        """A call through the task proxy: a user's session (the handler decides which tasks it may open)."""
+        sessions.authenticate_proxied(self.master, request, websocket=False)
 
     def _user_or_allocation(self, spec: RouteSpec) -> CallerCheck:
         """A trial's allocation token where it presents one, else a user's session."""

@@ -107,6 +107,8 @@ class Master:
         # a resource manager's connections to its engine, kept across passes (Kubernetes: its API client and pod
         # informers); never cleared by `poll_engines_now`
         self.engine_links: dict[str, Any] = {}
+        # the task proxy's httpx.AsyncClient (routes/proxy.py), made on the event loop at its first call
+        self.proxy_client: Any = None
         self.cluster_id, self.secret = self._cluster_identity()
         self.cluster_token = settings.cluster_token or self._info("cluster_token")
 

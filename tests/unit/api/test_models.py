@@ -8,7 +8,7 @@ import pathlib
 
 import httpx
 import pytest
-from fastapi.routing import iter_route_contexts
+from fastapi.routing import APIWebSocketRoute, iter_route_contexts
 from pydantic import ValidationError
 
 from helpers_auth import bearer
@@ -16,7 +16,7 @@ from stalwart.api.errors import _BY_KIND
 from stalwart.api.models.common import Id
 from stalwart.api.models.errors import ErrorBody
 from stalwart.api.models.trials import MetricPoint, ReportMetrics
-from stalwart.api.routes_table import BY_KEY, ROUTES, lookup
+from stalwart.api.routes_table import BY_KEY, ROUTES, WEBSOCKET, lookup
 from stalwart.context import pack_context
 from stalwart.master.app import create_app
 from stalwart.master.settings import MasterSettings
@@ -30,6 +30,8 @@ def _app_routes(tmp_path) -> set[tuple[str, str]]:
     app = create_app(MasterSettings(db_url=f"sqlite:///{tmp_path / 'm.db'}", home=tmp_path, ui_metrics_index=False))
     out = set()
     for route in iter_route_contexts(app.routes):
+        if isinstance(route.route, APIWebSocketRoute):
+            out.add((WEBSOCKET, route.path))
         for method in getattr(route, "methods", None) or ():
             if method != "HEAD":
                 out.add((method, route.path))

@@ -18,14 +18,14 @@ from fastapi import FastAPI
 from fastapi.routing import iter_route_contexts
 
 from stalwart.api.auth_kinds import AuthKind
-from stalwart.api.routes_table import HTML, JSON, ROUTES, RouteSpec
+from stalwart.api.routes_table import HTML, JSON, ROUTES, WEBSOCKET, RouteSpec
 from stalwart.master.app import create_app
 from stalwart.master.settings import MasterSettings
 
 Document = dict[str, Any]
 
 SCHEME_OF_KIND = {AuthKind.CLUSTER: "clusterToken", AuthKind.ALLOCATION: "allocationToken",
-                  AuthKind.USER: "userSession"}
+                  AuthKind.USER: "userSession", AuthKind.PROXY: "userSession"}
 """The security scheme that stands for each auth kind (an open route needs none)."""
 
 FASTAPI_DOCUMENT_ROUTES = ("/api/v1/openapi.json",)
@@ -68,7 +68,7 @@ def _component(doc: Document, schema: Document, where: str) -> Document:
 
 
 def _documented_routes() -> list[RouteSpec]:
-    return [spec for spec in ROUTES if spec.path not in FASTAPI_DOCUMENT_ROUTES]
+    return [spec for spec in ROUTES if spec.path not in FASTAPI_DOCUMENT_ROUTES and spec.method != WEBSOCKET]
 
 
 def _id(spec: RouteSpec) -> str:

@@ -196,6 +196,8 @@ PROBES: dict[P.Permission, Probe] = {
     P.DELETE_MODEL_REGISTRY: lambda c, w: c.delete(f"/api/v1/models/{_admins_model(w)}"),
     P.EDIT_WEBHOOKS: lambda c, w: c.post("/api/v1/webhooks", json={
         "url": "http://127.0.0.1:9/probe", "triggers": [{"trigger_type": "CUSTOM"}], "workspace_id": UNCATEGORIZED}),
+    P.VIEW_TEMPLATES: lambda c, w: c.get(f"/api/v1/templates/{_admins_template(w)}"),
+    P.EDIT_TEMPLATES: lambda c, w: c.put(f"/api/v1/templates/{_admins_template(w)}", json={"config": {"x": 1}}),
 }
 
 
@@ -203,6 +205,13 @@ def _admins_model(w: World) -> str:
     """A new model of the admin's in Uncategorized."""
     name = w.fresh("admins-model-")
     _ok(w.admin.post("/api/v1/models", json={"name": name}))
+    return name
+
+
+def _admins_template(w: World) -> str:
+    """A new configuration template of the admin's in Uncategorized."""
+    name = w.fresh("admins-template-")
+    _ok(w.admin.post("/api/v1/templates", json={"name": name, "config": {"description": "probe"}}))
     return name
 
 

@@ -47,6 +47,13 @@ class Started(Request):
     pid: Int32 | None = None
 
 
+class ServiceStarted(Request):
+    """A task's server answers: where, on the agent that runs the task (the host is the agent's, never the task's
+    to choose)."""
+
+    port: Annotated[int, Field(ge=1, le=65535, description="the TCP port the task's server listens on")]
+
+
 class StartedAnswer(Response):
     kill: bool = Field(description="true: the agent must kill the process it just started")
 

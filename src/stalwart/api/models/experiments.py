@@ -34,6 +34,8 @@ class CreateExperiment(Request):
     validate_only: bool = False
     parent_id: Id | None = Field(default=None, description="the experiment this one is forked from: a secret its "
                                                           "config shows hidden ('********') keeps the parent's value")
+    template: str | None = Field(default=None, min_length=1, max_length=256, description="a configuration template "
+                                 "merged under the config (docs/templates.md); the merged config is stored")
 
 
 Label = Annotated[str, Field(min_length=1, max_length=255)]

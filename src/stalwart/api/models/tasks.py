@@ -13,6 +13,8 @@ class CreateCommand(Request):
     config: str | JsonObject = Field(description="YAML text or a mapping with `entrypoint`")
     context: str | None = Field(default=None, description="base64 of a context .tgz")
     owner: str | None = Field(default=None, max_length=128)
+    template: str | None = Field(default=None, min_length=1, max_length=256, description="a configuration template "
+                                 "merged under the config (docs/templates.md); the merged config is stored")
 
 
 class Command(Response):

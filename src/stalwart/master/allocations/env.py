@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stalwart.master.allocations import registry_secrets
-from stalwart.master.identity import sessions
+from stalwart.master.identity import sessions, tokens
 from stalwart.master.queries import users as user_rows
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master
@@ -29,7 +29,7 @@ def secrets_of(m: Master, allocation_id: str) -> list[str]:
     (`logs.store_rows`). Keep it complete: a credential a start order gains must be listed here too (the registry
     credentials its container may be pulled with: `registry_secrets`)."""
     return [m.allocation_token(allocation_id), sessions.task_token(m, allocation_id),
-            *registry_secrets.of_allocation(m, allocation_id)]
+            tokens.service_token(m.secret, allocation_id), *registry_secrets.of_allocation(m, allocation_id)]
 
 
 def run_as(conn: Conn, owner: str, project_id: int | None) -> dict[str, Any] | None:

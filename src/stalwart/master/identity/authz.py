@@ -36,7 +36,15 @@ from stalwart.api.models.common import MAX_ID
 from stalwart.api.routes_table import RouteSpec
 from stalwart.api.states import AllocationState
 from stalwart.master.identity.sessions import Identity
-from stalwart.master.queries import models_registry, runs, trials, users as q, webhooks as hq, workspaces as wq
+from stalwart.master.queries import (
+    models_registry,
+    runs,
+    templates as tq,
+    trials,
+    users as q,
+    webhooks as hq,
+    workspaces as wq,
+)
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master
 
@@ -226,6 +234,7 @@ FINDERS: dict[str, _Kind] = {
     "username": _Kind("user", str, _user_target),
     "token_id": _Kind("token", _int_id, _token_target),
     "webhook_id": _Kind("webhook", _int_id, _webhook_target),
+    "template_name": _Kind("template", str, _owned("template", tq.place)),
 }
 """How to find the object each path value that names one stands for: every workspace and account object of
 `api.auth_kinds.PATH_VALUES` (the master refuses to start when one is missing here)."""
@@ -360,6 +369,11 @@ def _targets(m: Master, named: list[tuple[str, Any]]) -> list[Target]:
             raise NotFoundError(f"{kind.what} {value} not found")
         out.append(target)
     return out
+
+
+def targets_of(m: Master, named: list[tuple[str, Any]]) -> list[Target]:
+    """The objects `(path value name, value)` pairs name (a TensorBoard's experiments), found as a route's are."""
+    return _targets(m, named)
 
 
 def experiment_targets(m: Master, experiments: list[dict[str, Any]]) -> dict[int, Target]:

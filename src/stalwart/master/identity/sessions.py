@@ -16,8 +16,10 @@ import hashlib
 import hmac
 import secrets
 import time
+import urllib.parse
 
 from fastapi import Request
+from starlette.requests import HTTPConnection
 
 from stalwart.api.errors import AuthError, ForbiddenError
 from stalwart.master.queries import users as q
@@ -55,7 +57,7 @@ def forget_all(m: Master) -> None:
     m.roles_cache.clear()
 
 
-def _presented(request: Request) -> tuple[str | None, bool]:
+def _presented(request: HTTPConnection) -> tuple[str | None, bool]:
     """The token a request carries, and whether it came in the cookie."""
     value = request.headers.get("authorization")
     if value:
@@ -78,6 +80,30 @@ def authenticate(m: Master, request: Request) -> Identity:
             raise ForbiddenError("missing or wrong CSRF token: send the X-CSRF-Token header the web UI's "
                                  f"{CSRF_COOKIE} cookie holds")
     return ident
+
+
+def authenticate_proxied(m: Master, request: HTTPConnection, *, websocket: bool) -> Identity:
+    """The identity of a call to the task proxy (routes/proxy.py): a session cookie or an access token, as for any
+    user route; a cookie-borne call that could change something (a method but GET, HEAD and OPTIONS, and every
+    WebSocket) must come from a page of this master's own address (its `Origin`), in place of the CSRF header that
+    a task's pages cannot send."""
+    token, from_cookie = _presented(request)
+    if token is None:
+        raise AuthError("not logged in: run `stalwart user login`, or pass an access token "
+                        "(Authorization: Bearer TOKEN)")
+    ident = identity_of(m, hash_token(token))
+    changes = websocket or request.scope.get("method", "GET") not in _SAFE_METHODS
+    if from_cookie and changes and not _same_origin(request):
+        raise ForbiddenError("a call through the task proxy with the session cookie must come from this master's own "
+                             "pages (its Origin header did not name this master)")
+    return ident
+
+
+def _same_origin(request: HTTPConnection) -> bool:
+    origin = request.headers.get("origin")
+    if not origin:
+        return False
+    return urllib.parse.urlsplit(origin).netloc.lower() == request.headers.get("host", "").lower()
 
 
 def identity_of(m: Master, token_hash: str) -> Identity:

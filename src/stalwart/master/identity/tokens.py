@@ -42,6 +42,12 @@ def allocation_token(secret: str, allocation_id: str) -> str:
     return f"{allocation_id}.{mac}"
 
 
+def service_token(secret: str, allocation_id: str) -> str:
+    """The token the master's proxy sends to a task's service (`Authorization: token ...`) in place of the caller's
+    credentials: derived, never stored, and never shown to a browser."""
+    return hmac.new(secret.encode(), b"service:" + allocation_id.encode(), hashlib.sha256).hexdigest()
+
+
 def bearer(request: Request) -> str | None:
     """The token a machine's request carries (allocation header first, then `Authorization: Bearer`); headers only,
     so it works on a request built from the ASGI scope before the body is read."""

@@ -51,6 +51,11 @@ def set_running(conn: Conn, allocation_id: str, pid: int | None, started_at: flo
         state=A.RUNNING.value, pid=pid, started_at=started_at))
 
 
+def set_service_port(conn: Conn, allocation_id: str, port: int) -> None:
+    """Where the task's server listens, on its agent (the task said so once the server answered)."""
+    conn.execute(t.allocations.update().where(_ALLOC.id == allocation_id).values(service_port=port))
+
+
 def set_exit_code(conn: Conn, allocation_id: str, exit_code: int | None) -> None:
     """Record the allocation's (first failing container's) exit code before it ends."""
     conn.execute(t.allocations.update().where(_ALLOC.id == allocation_id).values(exit_code=exit_code))
@@ -77,6 +82,14 @@ def latest_of_command(conn: Conn, command_id: int) -> Row | None:
     """The newest allocation of a command (a command has one), or None."""
     return conn.execute(sa.select(t.allocations).where(_ALLOC.command_id == command_id)
                         .order_by(_ALLOC.created_at.desc()).limit(1)).mappings().first()
+
+
+def running_of_command(conn: Conn, command_id: int) -> Row | None:
+    """The command's (a task's) RUNNING allocation, if it has one."""
+    return conn.execute(
+        sa.select(t.allocations).where(t.allocations.c.command_id == command_id,
+                                       t.allocations.c.state == A.RUNNING.value)
+        .order_by(t.allocations.c.created_at.desc()).limit(1)).mappings().first()
 
 
 def live_count_of_command(conn: Conn, command_id: int) -> int:

@@ -1,4 +1,5 @@
-"""/api/v1/allocations: preemption long-poll and ack (trial side); context, started, exited (agent side)."""
+"""/api/v1/allocations: preemption long-poll and ack, a task's server's port (task side); context, started, exited
+(agent side)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 
-from stalwart.api.errors import ForbiddenError, NotFoundError
-from stalwart.api.models.allocations import Context, Exited, Preemption, Started, StartedAnswer
+from stalwart.api.errors import ForbiddenError, InvalidStateError, NotFoundError
+from stalwart.api.models.allocations import Context, Exited, Preemption, ServiceStarted, Started, StartedAnswer
 from stalwart.api.models.common import Empty
 from stalwart.master.allocations import lifecycle
 from stalwart.master.cluster import credentials
@@ -48,6 +49,19 @@ async def preemption(request: Request, allocation_id: AllocationPath, timeout_se
 @route(router, "POST", "/{allocation_id}/signals/ack_preemption")
 async def ack_preemption(request: Request, allocation_id: AllocationPath) -> Empty:
     intake.ack_preemption(_own(request, allocation_id), allocation_id)
+    return Empty()
+
+
+@route(router, "POST", "/{allocation_id}/service")
+def service_started(request: Request, allocation_id: AllocationPath, payload: ServiceStarted) -> Empty:
+    """The task's server answers on `port` of its agent: the proxy forwards to it from now on."""
+    m = _own(request, allocation_id)
+    with m.db.begin() as conn:
+        alloc = allocation_rows.get(conn, allocation_id)
+        if alloc["command_id"] is None:
+            raise InvalidStateError(f"allocation {allocation_id} runs a trial: only tasks (notebooks, TensorBoards, "
+                                    "shells, commands) serve through the master's proxy")
+        allocation_rows.set_service_port(conn, allocation_id, payload.port)
     return Empty()
 
 

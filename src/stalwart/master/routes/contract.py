@@ -37,6 +37,7 @@ ERROR_DESCRIPTIONS = {
     409: "the object cannot do this in its current state",
     413: "request body over limits.max_request_body",
     429: "too many failed logins for the name or from the address, or password checks at once: wait Retry-After s",
+    502: "the task's service does not answer (it is starting, or it stopped)",
     503: "not ready yet (the metrics index is still being built): ask again shortly",
     500: "unexpected master error (the connection stays usable)",
 }
@@ -50,7 +51,8 @@ SECURITY_SCHEMES: dict[str, dict[str, Any]] = {
     "userSession": {"type": "http", "scheme": "bearer",
                     "description": "a user's session or access token (POST /api/v1/auth/login, POST /api/v1/tokens)"},
 }
-SCHEME_OF = {AuthKind.CLUSTER: "clusterToken", AuthKind.ALLOCATION: "allocationToken", AuthKind.USER: "userSession"}
+SCHEME_OF = {AuthKind.CLUSTER: "clusterToken", AuthKind.ALLOCATION: "allocationToken", AuthKind.USER: "userSession",
+             AuthKind.PROXY: "userSession"}
 
 
 def _master_of(request: Request) -> Any:

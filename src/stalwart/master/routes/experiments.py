@@ -49,6 +49,7 @@ from stalwart.master.routes.common import IdPath, Limit, Offset, master, owner_o
 from stalwart.master.routes.contract import route
 from stalwart.master.scheduling import fit
 from stalwart.master.service import Master
+from stalwart.master.templates import expansion
 from stalwart.master.workspaces import placement
 
 router = APIRouter(prefix="/api/v1/experiments", tags=["experiments"])
@@ -103,14 +104,16 @@ async def create(request: Request, payload: CreateExperiment) -> CreatedExperime
     if not payload.config.strip():
         raise InvalidRequest("config: required, the experiment config as YAML text")
     parent = _parent(m, request, payload.parent_id)
+    # a template is merged under the config once, here: the merged config is what the experiment stores
+    config_text = expansion.expand_text(m, request.state.identity, payload.template, payload.config)
     # Off the event loop: decoding a big context, and reading the archive (in a worker process, see offload).
-    archive, checked = await asyncio.to_thread(_check, m, payload.config, payload.context, None, parent)
+    archive, checked = await asyncio.to_thread(_check, m, config_text, payload.context, None, parent)
     with m.db.begin() as conn:  # where it goes: the config's workspace and project, and a pool usable there
         project = placement.project_for(conn, checked.config)
         storage = placement.checkpoint_storage_of(conn, project)
     if storage is not None and not checked.names_storage:  # the workspace's storage is its default: check again
         experiments.discard(checked)
-        archive, checked = await asyncio.to_thread(_check, m, payload.config, payload.context, storage, parent)
+        archive, checked = await asyncio.to_thread(_check, m, config_text, payload.context, storage, parent)
     with m.db.begin() as conn:
         authz.require(m, request.state.identity, P.CREATE_EXPERIMENTS, placement.target(project))
         resources = checked.config.get("resources") or {}
@@ -118,7 +121,7 @@ async def create(request: Request, payload: CreateExperiment) -> CreatedExperime
                                           config_views.slots_per_trial(checked.config))
     _check_warm_start(m, request, checked)
     exp_id, warnings = experiments.create_experiment(
-        m, payload.config, archive,
+        m, config_text, archive,
         activate=payload.activate,
         owner=owner,
         validate_only=payload.validate_only,

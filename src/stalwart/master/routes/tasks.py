@@ -25,6 +25,7 @@ from stalwart.master.routes.contract import route
 from stalwart.master.scheduling import jobs
 from stalwart.master.service import Master
 from stalwart.master.tasks import commands
+from stalwart.master.templates import expansion
 from stalwart.master.workspaces import placement
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
@@ -85,7 +86,9 @@ async def create(request: Request, payload: CreateCommand) -> CommandEnvelope:
     """config: YAML text or a mapping (with `entrypoint`); context: base64 .tgz (optional); owner."""
     m = master(request)
     owner = owner_of_new(request, payload.owner)
-    config = _config(payload.config)
+    # a template is merged under the config once, here: the merged config is what the command stores
+    config = expansion.expand(m, request.state.identity, payload.template, _config(payload.config),
+                              keys=commands.COMMAND_SPEC)
     # Off the event loop: decoding a big context, and reading the archive (in a worker process, see offload).
     archive, checked = await asyncio.to_thread(_check, m, config, payload.context or None)
     with m.db.begin() as conn:  # the config's workspace and project (else Uncategorized); it needs create_commands

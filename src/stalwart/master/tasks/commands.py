@@ -18,6 +18,7 @@ from stalwart.config.sections import BIND_MOUNT_SPEC, RESOURCES_SPEC, slot_count
 from stalwart.context import ArchiveLimits, validate_archive
 from stalwart.master.allocations import container_orders, lifecycle
 from stalwart.master.allocations.env import base_env, owner_session, run_as
+from stalwart.master.identity import tokens
 from stalwart.master.queries import allocations as allocation_rows, commands as command_rows
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.scheduling import jobs, managers
@@ -156,10 +157,11 @@ def start_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any]) ->
     cfg = cmd["config"]
     part = container_orders.for_container(m, conn, cfg, container)  # ContainerRefused: the pool's policy
     token = m.allocation_token(alloc["id"])
-    task_id = f"command-{cmd['id']}"
+    task_id = f"{cmd['kind'] or 'command'}-{cmd['id']}"  # also its path under the master's proxy
     user_token = owner_session(m, conn, alloc, cmd["owner"])
     env = base_env(m, alloc, token, cmd["owner"], task_id, "COMMAND", container, user_token)
     env["DET_SLOT_TYPE"] = part.slot_type
+    env["STALWART_SERVICE_TOKEN"] = tokens.service_token(m.secret, alloc["id"])  # what the proxy sends its server
     env.update(part.variables)
     info = {"master_url": m.settings.url, "cluster_id": m.cluster_id, "agent_id": container["agent_id"],
             "slot_ids": list(container["slot_ids"] or []), "task_id": task_id, "allocation_id": alloc["id"],

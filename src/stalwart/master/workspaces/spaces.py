@@ -20,7 +20,13 @@ from stalwart.config import secrets
 from stalwart.config.storage import validate_checkpoint_storage
 from stalwart.master.allocations import root_guard
 from stalwart.master.identity import sessions
-from stalwart.master.queries import models_registry, users as user_rows, webhooks as webhook_rows, workspaces as wq
+from stalwart.master.queries import (
+    models_registry,
+    templates as template_rows,
+    users as user_rows,
+    webhooks as webhook_rows,
+    workspaces as wq,
+)
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master
 
@@ -166,6 +172,11 @@ def delete_workspace(m: Master, workspace_id: int) -> None:
             raise InvalidStateError(f"workspace {ws['name']} still holds models ({', '.join(held[:5])}"
                                     f"{' and more' if len(held) > 5 else ''}): move them to another workspace "
                                     "(PATCH /api/v1/models/NAME with workspace_id) or delete them first")
+        templates = template_rows.names_in(conn, workspace_id)
+        if templates:
+            raise InvalidStateError(f"workspace {ws['name']} still holds templates ({', '.join(templates[:5])}"
+                                    f"{' and more' if len(templates) > 5 else ''}): move them to another workspace "
+                                    "(`stalwart template set NAME FILE -w OTHER`) or remove them first")
         webhook_rows.delete_of_workspace(conn, workspace_id)  # its webhooks and their deliveries go with it
         wq.delete_workspace(conn, workspace_id)
     sessions.forget_all(m)  # its role assignments went with it

@@ -1,0 +1,67 @@
+"""/proxy/{task_id}/...: HTTP and WebSocket traffic to a task's service (a notebook, a TensorBoard, a shell's
+tunnel), wherever its agent runs, so that a user needs only the master's address.
+
+These routes are the route table's `proxy` kind (api/auth_kinds.py): the caller is a user, by session cookie or
+access token; `proxy.target` decides who may open which task, and `proxy.headers` what crosses. A cookie-borne
+call that could change something (any method but GET, HEAD and OPTIONS, and every WebSocket) must come from a page
+of this master's own address (its `Origin`): the service's own cross-site checks cannot be relied on, as the
+proxy authenticates to the service for the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+from fastapi import APIRouter, Request, WebSocket
+from starlette.responses import Response
+
+from stalwart.api.errors import StalwartError
+from stalwart.api.routes_table import PROXY_METHODS, PROXY_PATH, lookup
+from stalwart.master.identity import sessions
+from stalwart.master.proxy import forward, target, websocket
+from stalwart.master.routes.common import master
+from stalwart.master.routes.contract import responses
+from stalwart.master.service import Master
+
+router = APIRouter(tags=["proxy"])
+
+
+def _client(m: Master) -> httpx.AsyncClient:
+    """The master's client for task services, made on first use (on the event loop that serves the proxy)."""
+    if m.proxy_client is None:
+        m.proxy_client = forward.new_client()
+    client: httpx.AsyncClient = m.proxy_client
+    return client
+
+
+def _resolve(m: Master, ident: sessions.Identity, task_id: str) -> target.Target:
+    with m.db.begin() as conn:
+        return target.resolve(m, conn, ident, task_id)
+
+
+async def proxy_http(request: Request, task_id: str, path: str) -> Response:
+    """Forward the request to the task's service and stream its answer back."""
+    m = master(request)
+    ident = sessions.authenticate_proxied(m, request, websocket=False)
+    found = await asyncio.to_thread(_resolve, m, ident, task_id)
+    return await forward.forward(_client(m), request, found.base_url, found.service_token, task_id)
+
+
+async def proxy_websocket(ws: WebSocket, task_id: str, path: str) -> None:
+    """Relay the WebSocket to the task's service; a caller who may not open it is refused at the handshake (403)."""
+    m: Master = ws.app.state.master
+    try:
+        ident = sessions.authenticate_proxied(m, ws, websocket=True)
+        found = await asyncio.to_thread(_resolve, m, ident, task_id)
+    except StalwartError as err:
+        await ws.close(code=1008, reason=str(err)[:120])  # before accept: the handshake is answered 403
+        return
+    url = "ws" + found.base_url.removeprefix("http") + forward.upstream_target(ws)
+    await websocket.relay(ws, url, forward.outgoing_headers(ws, found.service_token), task_id)
+
+
+for _method in PROXY_METHODS:  # one route each, so that the document shows each method's own answers
+    router.add_api_route(PROXY_PATH, proxy_http, methods=[_method], responses=responses(lookup(_method, PROXY_PATH)))
+router.add_api_route(PROXY_PATH, proxy_http, methods=["HEAD"], include_in_schema=False)
+router.add_api_websocket_route(PROXY_PATH, proxy_websocket)
