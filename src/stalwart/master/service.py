@@ -109,6 +109,8 @@ class Master:
         self.engine_links: dict[str, Any] = {}
         # the task proxy's httpx.AsyncClient (routes/proxy.py), made on the event loop at its first call
         self.proxy_client: Any = None
+        # the task proxy's recent lookups: (task id, username) -> (valid until, monotonic; the service found)
+        self.proxy_targets: dict[tuple[str, str], tuple[float, Any]] = {}
         self.cluster_id, self.secret = self._cluster_identity()
         self.cluster_token = settings.cluster_token or self._info("cluster_token")
 

@@ -138,6 +138,8 @@ def allocation_exited(m: Master, conn: Conn, allocation_id: str, exit_code: int 
     alloc = allocation_rows.get(conn, allocation_id)
     if alloc["state"] == A.TERMINATED.value:
         return
+    if alloc["service_port"] is not None:
+        m.proxy_targets.clear()  # the task proxy forgets where its server was: its port may be another's next
     if reason is ExitReason.EXITED and alloc["kill_requested"]:
         reason = ExitReason.KILLED
     if reason is ExitReason.EXITED and alloc["exit_reason"] == ExitReason.SETUP_FAILED.value:

@@ -11,6 +11,7 @@ proxy authenticates to the service for the caller.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import httpx
 from fastapi import APIRouter, Request, WebSocket
@@ -35,16 +36,37 @@ def _client(m: Master) -> httpx.AsyncClient:
     return client
 
 
+RESOLVED_FOR_S = 2.0
+"""How long a task's service, once found for a caller, is reused without asking the database again: a page's many
+requests (a notebook loads hundreds of files) cost one lookup. The end of any task's allocation that served
+clears them all (`allocations.lifecycle.allocation_exited`): a port a task had is never reached on its behalf after
+it ended. A session ended within it is refused by `authenticate_proxied` first."""
+
+
 def _resolve(m: Master, ident: sessions.Identity, task_id: str) -> target.Target:
     with m.db.begin() as conn:
         return target.resolve(m, conn, ident, task_id)
+
+
+async def _found(m: Master, ident: sessions.Identity, task_id: str) -> target.Target:
+    """The task's service for this caller: from the last few seconds' answers, else found (403/404/409 if not)."""
+    key = (task_id, ident.username)
+    hit = m.proxy_targets.get(key)
+    if hit is not None and hit[0] > time.monotonic():
+        cached: target.Target = hit[1]
+        return cached
+    found = await asyncio.to_thread(_resolve, m, ident, task_id)
+    if len(m.proxy_targets) > 10_000:
+        m.proxy_targets.clear()
+    m.proxy_targets[key] = (time.monotonic() + RESOLVED_FOR_S, found)
+    return found
 
 
 async def proxy_http(request: Request, task_id: str, path: str) -> Response:
     """Forward the request to the task's service and stream its answer back."""
     m = master(request)
     ident = sessions.authenticate_proxied(m, request, websocket=False)
-    found = await asyncio.to_thread(_resolve, m, ident, task_id)
+    found = await _found(m, ident, task_id)
     return await forward.forward(_client(m), request, found.base_url, found.service_token, task_id)
 
 
@@ -53,7 +75,7 @@ async def proxy_websocket(ws: WebSocket, task_id: str, path: str) -> None:
     m: Master = ws.app.state.master
     try:
         ident = sessions.authenticate_proxied(m, ws, websocket=True)
-        found = await asyncio.to_thread(_resolve, m, ident, task_id)
+        found = await _found(m, ident, task_id)
     except StalwartError as err:
         await ws.close(code=1008, reason=str(err)[:120])  # before accept: the handshake is answered 403
         return
