@@ -1,10 +1,11 @@
-"""`stalwart cmd|command run|list|logs|kill|set`: run any program on the cluster as a task."""
+"""`stalwart cmd|command run|list|describe|config|logs|kill|set`: run any program on the cluster as a task."""
 
 from __future__ import annotations
 
 import base64
 import pathlib
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -58,27 +59,25 @@ def _config(config_file: str | None, overrides: tuple[str, ...], entrypoint: tup
 @click.option("--config-file", default=None, help="YAML file with the command config (resources, environment).")
 @click.option("--config", "overrides", multiple=True, metavar="KEY=VAL", help="Override a config key (dotted path).")
 @click.option("-c", "--context", "context_dir", default=None, help="Directory shipped as the working directory.")
+@click.option("-i", "--include", "includes", multiple=True, metavar="DIR",
+              help="Extra directory shipped too, under its own name in the working directory (repeatable).")
 @click.option("-d", "--detach", is_flag=True, help="Print the id and return instead of following the logs.")
 @click.option("--template", default=None, metavar="NAME",
               help="A configuration template the master merges under the config (`stalwart template list`).")
 @click.argument("entrypoint", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
-def run(ctx: click.Context, config_file: str | None, overrides: tuple[str, ...], context_dir: str | None, detach: bool,
-        template: str | None, entrypoint: tuple[str, ...]) -> None:
+def run(ctx: click.Context, config_file: str | None, overrides: tuple[str, ...], context_dir: str | None,
+        includes: tuple[str, ...], detach: bool, template: str | None, entrypoint: tuple[str, ...]) -> None:
     """Run a program on the cluster and print its output.
 
     ENTRYPOINT... is the program and its arguments; it runs on an agent in a copy of --context's directory (if
-    given), with resources.slots slots (1 by default, 0 for CPU-only on the aux pool). Without --detach it says
-    why while the command waits in the queue, then prints the output and exits with the command's exit code; with
-    --detach it prints the command's id and returns (`cmd logs ID --follow` prints the output later, `cmd kill ID`
-    stops it). --template merges a configuration template under the config (the config's own values win)."""
+    given, with each --include directory under its own name), with resources.slots slots (1 by default, 0 for
+    CPU-only on the aux pool). Without --detach it says why while the command waits in the queue, then prints the
+    output and exits with the command's exit code; with --detach it prints the command's id and returns (`cmd logs
+    ID --follow` prints the output later, `cmd kill ID` stops it). --template merges a configuration template under
+    the config (the config's own values win)."""
     config = _config(config_file, overrides, entrypoint)
-    context_b64 = None
-    if context_dir:
-        packed = pack_context(context_dir, ())
-        for w in packed.warnings:
-            output.warn(w)
-        context_b64 = base64.b64encode(packed.data).decode()
+    context_b64 = _context(context_dir, includes)
     client = client_of(ctx)
     cmd = client.create_command(config, context_b64, template=template).command
     output.console.print(f"Launched command {cmd.id} ({cmd.description}) in pool {cmd.resource_pool}.")
@@ -111,6 +110,53 @@ def exit_status(cmd: Command) -> int:
     if isinstance(code, int) and -64 < code < 0:  # killed by signal -code, as a shell reports it
         return 128 - code
     return 1
+
+
+def _context(context_dir: str | None, includes: tuple[str, ...]) -> str | None:
+    """The working directory to ship, packed (base64): --context's with each --include under its name; None when
+    neither is given."""
+    if not context_dir and not includes:
+        return None
+    with tempfile.TemporaryDirectory() as empty:
+        packed = pack_context(context_dir or empty, includes)
+    for w in packed.warnings:
+        output.warn(w)
+    return base64.b64encode(packed.data).decode()
+
+
+@command.command("describe")
+@click.argument("cmd_id", type=int)
+@format_options
+@click.pass_context
+def describe(ctx: click.Context, cmd_id: int, fmt: output.Format) -> None:
+    """Show one command: its kind, state, result and program.
+
+    The result (COMPLETED, ERROR or CANCELED once it has ended) and exit code, who started it, its workspace,
+    project and pool, when it was created and ended, and why it still waits if queued. `cmd config ID` prints its
+    config. It changes nothing."""
+    cmd = client_of(ctx).get_command(cmd_id).command
+    rows = [("ID", cmd.id), ("Kind", cmd.kind), ("Description", cmd.description), ("State", cmd.state),
+            ("Result", cmd.result), ("Exit code", cmd.exit_code), ("Owner", cmd.owner), ("Workspace", cmd.workspace),
+            ("Project", cmd.project), ("Pool", cmd.resource_pool), ("Created", output.when(cmd.created_at)),
+            ("Ended", output.when(cmd.ended_at)), ("Program", _program(cmd.entrypoint)),
+            ("Note", cmd.pending_reason or "")]
+    output.emit(fmt, ["Field", "Value"], rows, json_data=cmd)
+
+
+def _program(entrypoint: Any) -> str:
+    return " ".join(str(a) for a in entrypoint) if isinstance(entrypoint, list) else str(entrypoint or "")
+
+
+@command.command("config")
+@click.argument("cmd_id", type=int)
+@click.pass_context
+def config(ctx: click.Context, cmd_id: int) -> None:
+    """Print a command's config as YAML, as the master stored it.
+
+    A template given at `cmd run --template` is merged in; secrets (storage keys, registry passwords) are shown
+    hidden. It changes nothing."""
+    stored = client_of(ctx).get_command(cmd_id).command.config or {}
+    output.console.print(yaml.safe_dump(stored, sort_keys=False).rstrip(), markup=False, highlight=False)
 
 
 @command.command("list")

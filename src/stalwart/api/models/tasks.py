@@ -33,6 +33,10 @@ class Command(Response):
     result: str | None = None
     entrypoint: Any = None
     pending_reason: str | None = None
+    kind: str = Field(default="command", description="command, notebook, tensorboard or shell; with the id, the "
+                                                    "task's path under the master's proxy: /proxy/<kind>-<id>/")
+    config: dict[str, Any] | None = Field(default=None, description="its config as stored (a template merged in), "
+                                                                    "secrets hidden; in one task's answers only")
 
 
 class CommandEnvelope(Response):

@@ -17,6 +17,7 @@ from stalwart.api import permissions as P
 from stalwart.api.errors import InvalidRequest, NotFoundError
 from stalwart.api.models.common import MAX_ID
 from stalwart.api.models.tasks import Command, CommandEnvelope, CreateCommand, TaskEnvelope, TaskList
+from stalwart.config import secrets
 from stalwart.master import offload
 from stalwart.master.identity import authz
 from stalwart.master.queries import allocations as allocation_rows, commands as command_rows, jobs as job_rows
@@ -55,7 +56,7 @@ def _describe(m: Master, cmd_id: int) -> Command:
         alloc = commands.allocation_of(conn, cmd_id)
         pool = job_rows.pool_of(conn, jobs.COMMAND, cmd_id)
         place = command_rows.places(conn, [cmd_id]).get(cmd_id)
-    return Command.model_validate(commands.view(cmd, alloc, pool, place))
+    return Command.model_validate({**commands.view(cmd, alloc, pool, place), "config": secrets.redact(cmd["config"])})
 
 
 def _check(m: Master, config: dict[str, Any], context: str | None) -> tuple[bytes | None, dict[str, Any]]:

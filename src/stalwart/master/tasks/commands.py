@@ -148,7 +148,7 @@ def view(cmd: Row, alloc: Row | None, pool: str | None, place: Row | None = None
             "workspace": place["workspace"] if place else None, "project": place["project"] if place else None,
             "created_at": cmd["created_at"], "ended_at": cmd["ended_at"], "exit_code": cmd["exit_code"],
             "result": cmd["state"],
-            "entrypoint": cmd["config"].get("entrypoint"),
+            "entrypoint": cmd["config"].get("entrypoint"), "kind": cmd["kind"] or "command",
             "pending_reason": alloc["pending_reason"] if alloc is not None else None}
 
 
