@@ -10,13 +10,19 @@ from fastapi import Path, Query, Request
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.models.common import MAX_ID
 from stalwart.master.identity import tokens
-from stalwart.master.service import Master
+from stalwart.master.service import Identity, Master
 
 IdPath = Annotated[int, Path(ge=0, le=MAX_ID, description="a database id (64-bit)")]
 """A path id: out of a signed 64-bit column's range is a 400, not a database overflow."""
 Offset = Annotated[int, Query(ge=0, le=MAX_ID, description="rows to skip")]
 Limit = Annotated[int, Query(ge=1, le=100_000, description="the most rows to return")]
 AfterId = Annotated[int, Query(ge=0, le=MAX_ID, description="only rows with a larger id")]
+
+
+def identity(request: Request) -> Identity:
+    """The caller of a user route (its check, `routes.contract.user_check`, left it on the request)."""
+    ident: Identity = request.state.identity
+    return ident
 
 
 def master(request: Request) -> Master:

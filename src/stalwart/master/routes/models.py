@@ -19,10 +19,9 @@ from stalwart.api.models.registry import (
     PatchModelVersion,
     RegisterVersion,
 )
-from stalwart.master.identity.sessions import Identity
 from stalwart.master.queries.rows import Row
 from stalwart.master.registry import models, versions
-from stalwart.master.routes.common import master
+from stalwart.master.routes.common import identity, master
 from stalwart.master.routes.contract import route
 
 router = APIRouter(prefix="/api/v1/models", tags=["model registry"])
@@ -34,10 +33,6 @@ NameQuery = Annotated[str | None, Query(max_length=256, description="only models
 LabelQuery = Annotated[str | None, Query(max_length=256, description="only models with this label")]
 WorkspaceQuery = Annotated[int | None, Query(ge=0, le=MAX_ID, description="only models of this workspace")]
 
-
-def identity(request: Request) -> Identity:
-    ident: Identity = request.state.identity
-    return ident
 
 
 def _model(row: Row) -> ModelEnvelope:

@@ -22,9 +22,8 @@ from stalwart.api.models.workspaces import (
     RoleList,
 )
 from stalwart.master.identity import authz
-from stalwart.master.identity.sessions import Identity
 from stalwart.master.queries import users as q, workspaces as wq
-from stalwart.master.routes.common import master
+from stalwart.master.routes.common import identity, master
 from stalwart.master.routes.contract import route
 from stalwart.master.workspaces import people
 
@@ -36,10 +35,6 @@ UserQuery = Annotated[Username | None, Query(description="only this user's own a
 GroupQuery = Annotated[str | None, Query(max_length=128, description="only this group's assignments")]
 WorkspaceQuery = Annotated[int | None, Query(ge=0, le=2**63 - 1, description="only those on this workspace")]
 
-
-def identity(request: Request) -> Identity:
-    ident: Identity = request.state.identity
-    return ident
 
 
 # -- user groups -----------------------------------------------------------------------------------------

@@ -8,9 +8,8 @@ from fastapi import APIRouter, Path, Query, Request
 
 from stalwart.api.models.common import MAX_ID, Empty
 from stalwart.api.models.templates import CreateTemplate, SetTemplate, Template, TemplateEnvelope, TemplateList
-from stalwart.master.identity.sessions import Identity
 from stalwart.master.queries.rows import Row
-from stalwart.master.routes.common import master
+from stalwart.master.routes.common import identity, master
 from stalwart.master.routes.contract import route
 from stalwart.master.templates import store
 
@@ -19,10 +18,6 @@ router = APIRouter(prefix="/api/v1/templates", tags=["templates"])
 TemplatePath = Annotated[str, Path(min_length=1, max_length=256, description="a template's name")]
 WorkspaceQuery = Annotated[int | None, Query(ge=0, le=MAX_ID, description="only the templates of this workspace")]
 
-
-def _identity(request: Request) -> Identity:
-    ident: Identity = request.state.identity
-    return ident
 
 
 def _template(row: Row) -> TemplateEnvelope:
@@ -33,13 +28,13 @@ def _template(row: Row) -> TemplateEnvelope:
 async def create(request: Request, payload: CreateTemplate) -> TemplateEnvelope:
     """A new template, owned by the caller, in the workspace named (edit_templates there); 409 if the name is
     taken."""
-    return _template(store.create(master(request), _identity(request), payload.model_dump()))
+    return _template(store.create(master(request), identity(request), payload.model_dump()))
 
 
 @route(router, "GET")
 async def list_templates(request: Request, workspace_id: WorkspaceQuery = None) -> TemplateList:
     """The templates the caller may view (view_templates on their workspace), by name, secrets hidden."""
-    rows = store.listing(master(request), _identity(request), workspace_id)
+    rows = store.listing(master(request), identity(request), workspace_id)
     return TemplateList(templates=[Template.model_validate(store.view(r)) for r in rows])
 
 
@@ -52,7 +47,7 @@ async def describe(request: Request, template_name: TemplatePath) -> TemplateEnv
 @route(router, "PUT", "/{template_name}")
 async def replace(request: Request, template_name: TemplatePath, payload: SetTemplate) -> TemplateEnvelope:
     """A template's new config (and workspace, when given); what was created with it keeps its merged config."""
-    return _template(store.replace(master(request), _identity(request), template_name, payload.model_dump()))
+    return _template(store.replace(master(request), identity(request), template_name, payload.model_dump()))
 
 
 @route(router, "DELETE", "/{template_name}")

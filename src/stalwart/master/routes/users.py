@@ -32,10 +32,9 @@ from stalwart.api.models.users import (
 )
 from stalwart.master.allocations import root_guard
 from stalwart.master.identity import accounts, audit, authz, login_guard, sessions
-from stalwart.master.identity.sessions import Identity
 from stalwart.master.queries import users as q
 from stalwart.master.queries.rows import Row
-from stalwart.master.routes.common import master
+from stalwart.master.routes.common import identity, master
 from stalwart.master.routes.contract import route
 
 router = APIRouter(prefix="/api/v1", tags=["users"])
@@ -47,10 +46,6 @@ Since = Annotated[Timestamp | None, Query(description="only entries at or after 
 AuditLimit = Annotated[int, Query(ge=1, le=10_000, description="the most entries to return (the newest)")]
 AllTokens = Annotated[bool, Query(alias="all", description="every user's tokens (admins only)")]
 
-
-def identity(request: Request) -> Identity:
-    ident: Identity = request.state.identity
-    return ident
 
 
 def user_view(row: Row) -> User:

@@ -14,27 +14,22 @@ from stalwart.api.models.webhooks import (
     WebhookEnvelope,
     WebhookList,
 )
-from stalwart.master.identity.sessions import Identity
-from stalwart.master.routes.common import IdPath, master
+from stalwart.master.routes.common import IdPath, identity, master
 from stalwart.master.routes.contract import route
 from stalwart.master.webhooks import events, hooks
 
 router = APIRouter(prefix="/api/v1", tags=["webhooks"])
 
 
-def _identity(request: Request) -> Identity:
-    ident: Identity = request.state.identity
-    return ident
-
 
 @route(router, "POST", "/webhooks")
 async def create_webhook(request: Request, payload: CreateWebhook) -> WebhookEnvelope:
-    return WebhookEnvelope(webhook=hooks.create(master(request), _identity(request), payload))
+    return WebhookEnvelope(webhook=hooks.create(master(request), identity(request), payload))
 
 
 @route(router, "GET", "/webhooks")
 async def list_webhooks(request: Request) -> WebhookList:
-    return WebhookList(webhooks=hooks.listing(master(request), _identity(request)))
+    return WebhookList(webhooks=hooks.listing(master(request), identity(request)))
 
 
 @route(router, "DELETE", "/webhooks/{webhook_id}")

@@ -30,9 +30,8 @@ from stalwart.api.models.workspaces import (
 )
 from stalwart.master import views
 from stalwart.master.identity import authz
-from stalwart.master.identity.sessions import Identity
 from stalwart.master.queries import experiments as experiment_rows, jobs as job_rows, workspaces as wq
-from stalwart.master.routes.common import IdPath, caller, master
+from stalwart.master.routes.common import IdPath, caller, identity, master
 from stalwart.master.routes.contract import route
 from stalwart.master.scheduling import pools
 from stalwart.master.service import Master
@@ -44,10 +43,6 @@ PoolPath = Annotated[str, Path(min_length=1, max_length=128, description="a reso
 NameQuery = Annotated[str | None, Query(max_length=128, description="only the workspace of this name")]
 Archived = Annotated[bool | None, Query(description="only archived (true) or unarchived (false) ones")]
 
-
-def identity(request: Request) -> Identity:
-    ident: Identity = request.state.identity
-    return ident
 
 
 def _workspace(m: Master, workspace_id: int) -> WorkspaceEnvelope:
