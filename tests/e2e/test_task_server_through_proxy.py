@@ -48,6 +48,8 @@ def test_a_task_s_server_is_reached_through_the_master_and_dies_with_its_task(tm
         port = c.wait_for(lambda: _port_of(c, cmd_id), timeout=120, what="the server to report its port")
         base = f"{c.url}/proxy/command-{cmd_id}"
         admin = {"Authorization": f"Bearer {c.admin_token}"}
+        described = httpx.get(f"{c.url}/api/v1/commands/{cmd_id}", headers=admin).json()["command"]
+        assert described["kind"] == "command" and described["proxy_path"] == f"/proxy/command-{cmd_id}/"
 
         seen = httpx.get(f"{base}/echo?q=1", headers={**admin, "Cookie": "stalwart_session=x; own=1"}).json()
         assert seen["path"] == f"/proxy/command-{cmd_id}/echo" and seen["query"] == "q=1"
@@ -66,5 +68,6 @@ def test_a_task_s_server_is_reached_through_the_master_and_dies_with_its_task(tm
         c.cli("cmd", "kill", cmd_id, check=True)
         c.wait_for(lambda: _state(c, cmd_id, admin) != "ACTIVE" or None, timeout=60, what="the task to end")
         c.wait_for(lambda: not _answers(port) or None, timeout=30, what="the server to stop with its task")
+        assert httpx.get(f"{c.url}/api/v1/commands/{cmd_id}", headers=admin).json()["command"].get("proxy_path") is None
         gone = httpx.get(f"{base}/echo", headers=admin)
         assert gone.status_code == 409 and "serves nothing now" in gone.text

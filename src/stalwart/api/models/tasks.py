@@ -35,6 +35,8 @@ class Command(Response):
     pending_reason: str | None = None
     kind: str = Field(default="command", description="command, notebook, tensorboard or shell; with the id, the "
                                                     "task's path under the master's proxy: /proxy/<kind>-<id>/")
+    proxy_path: str | None = Field(default=None, description="where its server is reached through the master "
+                                                             "(/proxy/<kind>-<id>/), while it serves one")
     config: dict[str, Any] | None = Field(default=None, description="its config as stored (a template merged in), "
                                                                     "secrets hidden; in one task's answers only")
 

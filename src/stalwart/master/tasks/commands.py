@@ -149,7 +149,15 @@ def view(cmd: Row, alloc: Row | None, pool: str | None, place: Row | None = None
             "created_at": cmd["created_at"], "ended_at": cmd["ended_at"], "exit_code": cmd["exit_code"],
             "result": cmd["state"],
             "entrypoint": cmd["config"].get("entrypoint"), "kind": cmd["kind"] or "command",
+            "proxy_path": _proxy_path(cmd, alloc),
             "pending_reason": alloc["pending_reason"] if alloc is not None else None}
+
+
+def _proxy_path(cmd: Row, alloc: Row | None) -> str | None:
+    """Where the task's server is reached through the master, while its allocation runs one."""
+    if alloc is None or alloc["state"] != A.RUNNING.value or alloc["service_port"] is None:
+        return None
+    return f"/proxy/{cmd['kind'] or 'command'}-{cmd['id']}/"
 
 
 def start_order(m: Master, conn: Conn, alloc: Row, container: dict[str, Any]) -> dict[str, Any]:

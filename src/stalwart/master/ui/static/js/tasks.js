@@ -1,5 +1,5 @@
-// Commands and other tasks, finished ones too (how they ended, exit code), with their logs; a clear notice
-// while the master has no task API.
+// Commands and other tasks, finished ones too (how they ended, exit code), with their logs and, while one
+// serves, a link to its server through the master's proxy; a clear notice while the master has no task API.
 import { $, el, fmtTime, stateBadge } from "./dom.js";
 import { getJSON, showError } from "./api.js";
 import { renderTable } from "./table.js";
@@ -31,12 +31,14 @@ function renderList() {
     id: "tasks-table", rowKey: (t) => t.id, empty: "No commands or tasks.",
     columns: [
       { key: "id", label: "ID", render: (t) => el("a", { href: `/tasks/${encodeURIComponent(t.id)}`, text: t.id }) },
-      { key: "type", label: "Type" }, { key: "description", label: "Description" }, { key: "state", label: "State" },
+      { key: "kind", label: "Kind" }, { key: "description", label: "Description" }, { key: "state", label: "State" },
       { key: "owner", label: "Owner" }, { key: "resource_pool", label: "Pool" },
       { key: "result", label: "Result", render: (t) => (t.result ? stateBadge(t.result) : "—") },
       { key: "exit_code", label: "Exit code", render: (t) => (t.exit_code === null || t.exit_code === undefined ? "—" : String(t.exit_code)) },
       { key: "created_at", label: "Started", render: (t) => fmtTime(t.created_at) },
       { key: "ended_at", label: "Ended", render: (t) => fmtTime(t.ended_at) },
+      // a task's server, through the master's proxy (its owner alone may open it: docs/tasks.md)
+      { key: "proxy_path", label: "Service", render: (t) => (t.proxy_path ? el("a", { href: t.proxy_path, target: "_blank", rel: "noopener", text: "Open" }) : "—") },
     ],
     rows: [...tasks].reverse(),  // newest first
   });
