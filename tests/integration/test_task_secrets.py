@@ -164,6 +164,8 @@ def test_a_task_has_its_allocation_token_and_a_session_of_its_owner(kind: str, r
     env = probed.env
     assert env["STALWART_ALLOCATION_TOKEN"] == tokens.allocation_token(secrets.master_secret, probed.allocation_id)
     assert env["STALWART_USER_TOKEN"] == env["DET_USER_TOKEN"]
+    if kind == "command":  # what the task proxy sends a task's server in place of the caller's credentials
+        assert env["STALWART_SERVICE_TOKEN"] == tokens.service_token(secrets.master_secret, probed.allocation_id)
     info = json.loads(probed.record["files"][env["STALWART_INFO_FILE"]])
     assert info["user_token"] == env["STALWART_USER_TOKEN"]
     me = probed.record["me"]

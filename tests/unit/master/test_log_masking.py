@@ -1,7 +1,7 @@
 """The secrets handed to a task are masked in its stored logs (issue 25, hole 12).
 
-`allocations.env.secrets_of` lists what a start order hands an allocation's tasks: its allocation token and its
-owner session. `logs.store_rows` with it replaces each of them, wherever it stands in a line, by `********`;
+`allocations.env.secrets_of` lists what a start order hands an allocation's tasks: its allocation token, its
+owner session and the token the task proxy sends its server. `logs.store_rows` with it replaces each of them, wherever it stands in a line, by `********`;
 other allocations' lines and lines with no allocation are stored as they came.
 """
 
@@ -13,7 +13,7 @@ import pytest
 
 from stalwart.master.allocations import env
 from stalwart.master.app import create_app
-from stalwart.master.identity import sessions
+from stalwart.master.identity import sessions, tokens
 from stalwart.master.log_rows import log_rows
 from stalwart.master.logs import MASK, mask_secrets, read_logs, store_rows
 from stalwart.master.service import Master
@@ -30,16 +30,18 @@ def m(tmp_path) -> Master:
 def test_the_secrets_of_an_allocation_are_the_tokens_its_tasks_get(m: Master) -> None:
     with m.db.begin() as conn:
         user_token = sessions.task_session(m, conn, "admin", "alloc-7")
-    assert env.secrets_of(m, "alloc-7") == [m.allocation_token("alloc-7"), user_token]
+    assert env.secrets_of(m, "alloc-7") == [m.allocation_token("alloc-7"), user_token,
+                                            tokens.service_token(m.secret, "alloc-7")]
     assert env.secrets_of(m, "alloc-8")[0] != env.secrets_of(m, "alloc-7")[0]
 
 
 def test_each_secret_of_a_lines_allocation_is_masked_in_it(m: Master) -> None:
-    alloc, user = env.secrets_of(m, "alloc-1")
-    other_alloc, _ = env.secrets_of(m, "alloc-2")
+    alloc, user, service = env.secrets_of(m, "alloc-1")
+    other_alloc, _, _ = env.secrets_of(m, "alloc-2")
     entries = [
         {"trial_id": 1, "allocation_id": "alloc-1", "log": f"token={alloc} and again {alloc}"},
         {"trial_id": 1, "allocation_id": "alloc-1", "log": f"{user}"},
+        {"trial_id": 1, "allocation_id": "alloc-1", "log": f"Authorization: token {service}"},
         {"trial_id": 1, "allocation_id": "alloc-1", "log": "nothing secret"},
         {"trial_id": 2, "allocation_id": "alloc-2", "log": f"mine: {other_alloc}; another's: {alloc}"},
         {"trial_id": 3, "allocation_id": None, "log": f"no allocation: {alloc}"},
@@ -49,13 +51,13 @@ def test_each_secret_of_a_lines_allocation_is_masked_in_it(m: Master) -> None:
         first = [r["log"] for r in read_logs(conn, 1, 0)]
         second = [r["log"] for r in read_logs(conn, 2, 0)]
         third = [r["log"] for r in read_logs(conn, 3, 0)]
-    assert first == [f"token={MASK} and again {MASK}", MASK, "nothing secret"]
+    assert first == [f"token={MASK} and again {MASK}", MASK, f"Authorization: token {MASK}", "nothing secret"]
     assert second == [f"mine: {MASK}; another's: {alloc}"]  # only an allocation's own secrets are known to it
     assert third == [f"no allocation: {alloc}"]
 
 
 def test_the_secrets_are_asked_for_once_per_batch_and_allocation(m: Master) -> None:
-    alloc, user = env.secrets_of(m, "alloc-3")
+    alloc, user, _ = env.secrets_of(m, "alloc-3")
     rows = log_rows([{"log": f"{alloc} {user}"}], 1.0)
     asked: list[str] = []
 
