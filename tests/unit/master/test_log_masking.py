@@ -1,8 +1,9 @@
 """The secrets handed to a task are masked in its stored logs (issue 25, hole 12).
 
 `allocations.env.secrets_of` lists what a start order hands an allocation's tasks: its allocation token, its
-owner session and the token the task proxy sends its server. `logs.store_rows` with it replaces each of them, wherever it stands in a line, by `********`;
-other allocations' lines and lines with no allocation are stored as they came.
+owner session and the token the task proxy sends its server. `logs.store_rows` with it replaces each of them,
+wherever it stands in a line, by `********`; other allocations' lines and lines with no allocation are stored as
+they came.
 """
 
 from __future__ import annotations
