@@ -8,13 +8,12 @@ task takes its server down with it (its port stops answering).
 
 from __future__ import annotations
 
-import asyncio
 import re
 import socket
 
 import httpx
 import pytest
-from websockets.asyncio.client import connect
+from websockets.sync.client import connect
 
 from stalwart.testing import LocalTestCluster
 
@@ -57,12 +56,9 @@ def test_a_task_s_server_is_reached_through_the_master_and_dies_with_its_task(tm
         assert seen["headers"]["cookie"] == "own=1"
         assert len(httpx.get(f"{base}/bytes/{3 * 2**20}", headers=admin).content) == 3 * 2**20
 
-        async def echo() -> str:
-            async with connect(f"ws{base.removeprefix('http')}/ws", additional_headers=admin) as ws:
-                await ws.send("through the master")
-                return str(await ws.recv())
-
-        assert asyncio.run(echo()) == "through the master"
+        with connect(f"ws{base.removeprefix('http')}/ws", additional_headers=admin) as ws:
+            ws.send("through the master")
+            assert ws.recv() == "through the master"
         assert httpx.get(f"{base}/echo").status_code == 401  # no credentials: nothing reaches the server
 
         c.cli("cmd", "kill", cmd_id, check=True)

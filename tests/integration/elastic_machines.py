@@ -5,6 +5,7 @@ submit and the master's view of a pool's instances."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import signal
@@ -59,7 +60,8 @@ class Machines:
         """The machine is gone at once: its agent and the run's processes are killed, nothing is reported."""
         self.halt(instance_id, signal.SIGKILL)
         for pid in processes_of(allocation_id):
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # its fence may have killed it since it was listed
+                os.kill(pid, signal.SIGKILL)
 
     def stop_all(self) -> None:
         for instance_id in self.running:

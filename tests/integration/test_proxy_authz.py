@@ -10,7 +10,6 @@ service's own token in its place; a cookie-borne change must come from the maste
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterator
 
@@ -18,8 +17,8 @@ import authz_world as aw
 import httpx
 import pytest
 import sqlalchemy as sa
-from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
 
 from stalwart.db import tables as t
 from stalwart.master.identity import tokens
@@ -57,16 +56,13 @@ def _placed(world: aw.World, cmd_id: int) -> str:
 def _handshake(world: aw.World, path: str, headers: dict[str, str]) -> int:
     """The status of a WebSocket handshake to `path` (101: accepted)."""
 
-    async def attempt() -> int:
-        try:
-            async with connect(world.url.replace("http", "ws", 1) + path, additional_headers=headers) as ws:
-                await ws.send("ping")
-                assert await ws.recv() == "ping"
-                return 101
-        except InvalidStatus as refused:
-            return refused.response.status_code
-
-    return asyncio.run(attempt())
+    try:
+        with connect(world.url.replace("http", "ws", 1) + path, additional_headers=headers) as ws:
+            ws.send("ping")
+            assert ws.recv() == "ping"
+            return 101
+    except InvalidStatus as refused:
+        return refused.response.status_code
 
 
 def _credentials(client: httpx.Client) -> dict[str, str]:

@@ -8,7 +8,6 @@ binary, subprotocols and close codes, and a service that does not answer is a cl
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 
 import httpx
@@ -18,8 +17,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
-from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
 
 from stalwart.api.errors import StalwartError
 from stalwart.master.proxy import forward, websocket
@@ -92,20 +91,17 @@ def test_large_and_streamed_answers_arrive_whole(served) -> None:
 def test_a_websocket_relays_text_binary_subprotocol_and_close(served) -> None:
     front, _, received = served
 
-    async def talk() -> tuple[str | None, list[object], int | None]:
-        async with connect(f"ws{front.removeprefix('http')}/proxy/notebook-3/api/kernels/ws?session=1",
-                           subprotocols=["v1.kernel.websocket.jupyter.org"],  # type: ignore[list-item]
-                           additional_headers={"Cookie": MASTER_COOKIES, "Authorization": "Bearer USER"}) as ws:
-            await ws.send("hello")
-            text = await ws.recv()
-            await ws.send(b"\x00\x01\xff")
-            raw = await ws.recv()
-            await ws.send("close")
-            with pytest.raises(ConnectionClosed):
-                await ws.recv()
-            return ws.subprotocol, [text, raw], ws.close_code
-
-    protocol, frames, code = asyncio.run(talk())
+    with connect(f"ws{front.removeprefix('http')}/proxy/notebook-3/api/kernels/ws?session=1",
+                 subprotocols=["v1.kernel.websocket.jupyter.org"],  # type: ignore[list-item]
+                 additional_headers={"Cookie": MASTER_COOKIES, "Authorization": "Bearer USER"}) as ws:
+        ws.send("hello")
+        text = ws.recv()
+        ws.send(b"\x00\x01\xff")
+        raw = ws.recv()
+        ws.send("close")
+        with pytest.raises(ConnectionClosed):
+            ws.recv()
+        protocol, frames, code = ws.subprotocol, [text, raw], ws.close_code
     assert protocol == "v1.kernel.websocket.jupyter.org"
     assert frames == ["hello", b"\x00\x01\xff"] and code == 4001
     handshake = received.requests[-1]
@@ -120,11 +116,9 @@ def test_a_service_that_does_not_answer_is_a_clear_502_and_a_1011_close() -> Non
         assert answer.status_code == 502
         assert "task notebook-9's service" in answer.text and "does not answer" in answer.text
 
-        async def refused() -> tuple[int, str]:
-            async with connect(f"ws://127.0.0.1:{front.port}/proxy/notebook-9/ws") as ws:
-                with pytest.raises(ConnectionClosed) as closed:
-                    await ws.recv()
-            assert closed.value.rcvd is not None
-            return closed.value.rcvd.code, closed.value.rcvd.reason
-
-        assert asyncio.run(refused()) == (1011, "task notebook-9's service did not take the WebSocket")
+        with connect(f"ws://127.0.0.1:{front.port}/proxy/notebook-9/ws") as ws, \
+                pytest.raises(ConnectionClosed) as closed:
+            ws.recv()
+        assert closed.value.rcvd is not None
+        assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (
+            1011, "task notebook-9's service did not take the WebSocket")
