@@ -22,7 +22,8 @@ from websockets.sync.client import connect
 
 from stalwart.api.errors import StalwartError
 from stalwart.master.proxy import forward, websocket
-from stalwart.testing.recording_service import Received, ServedApp, free_port, recording_service
+from stalwart.testing import free_port
+from stalwart.testing.recording_service import Received, ServedApp, recording_service
 
 SERVICE_TOKEN = "svc-0123456789abcdef"
 MASTER_COOKIES = "stalwart_session=SESSION-SECRET; _xsrf=jupyter-own; stalwart_csrf=CSRF-SECRET"

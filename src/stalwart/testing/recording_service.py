@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import sys
 import threading
 import time
@@ -30,6 +29,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from stalwart.testing.cluster import free_port
+
 CHUNK = b"x" * 1024
 
 
@@ -38,9 +39,6 @@ class Received:
     """What the service was sent: one entry per HTTP request or WebSocket handshake."""
 
     requests: list[dict[str, Any]] = field(default_factory=list)
-
-    def headers_seen(self) -> list[dict[str, str]]:
-        return [r["headers"] for r in self.requests]
 
 
 def service_app(received: Received) -> Starlette:
@@ -136,12 +134,6 @@ def recording_service() -> Iterator[tuple[ServedApp, Received]]:
     received = Received()
     with ServedApp(service_app(received)) as served:
         yield served, received
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 
