@@ -67,13 +67,18 @@ def _presented(request: HTTPConnection) -> tuple[str | None, bool]:
     return (cookie or None), bool(cookie)
 
 
-def authenticate(m: Master, request: Request) -> Identity:
-    """The caller's identity; AuthError (401) without a live session, ForbiddenError without CSRF proof."""
+def _session_of(m: Master, request: HTTPConnection) -> tuple[Identity, bool]:
+    """The identity of the session or token a request carries, and whether it came in the cookie (401 if none)."""
     token, from_cookie = _presented(request)
     if token is None:
         raise AuthError("not logged in: run `stalwart user login`, or pass an access token "
                         "(Authorization: Bearer TOKEN)")
-    ident = identity_of(m, hash_token(token))
+    return identity_of(m, hash_token(token)), from_cookie
+
+
+def authenticate(m: Master, request: Request) -> Identity:
+    """The caller's identity; AuthError (401) without a live session, ForbiddenError without CSRF proof."""
+    ident, from_cookie = _session_of(m, request)
     if from_cookie and request.method not in _SAFE_METHODS:
         sent = request.headers.get(CSRF_HEADER, "")
         if not hmac.compare_digest(sent, csrf_token(m, ident.token_hash)):
@@ -87,11 +92,7 @@ def authenticate_proxied(m: Master, request: HTTPConnection, *, websocket: bool)
     user route; a cookie-borne call that could change something (a method but GET, HEAD and OPTIONS, and every
     WebSocket) must come from a page of this master's own address (its `Origin`), in place of the CSRF header that
     a task's pages cannot send."""
-    token, from_cookie = _presented(request)
-    if token is None:
-        raise AuthError("not logged in: run `stalwart user login`, or pass an access token "
-                        "(Authorization: Bearer TOKEN)")
-    ident = identity_of(m, hash_token(token))
+    ident, from_cookie = _session_of(m, request)
     changes = websocket or request.scope.get("method", "GET") not in _SAFE_METHODS
     if from_cookie and changes and not _same_origin(request):
         raise ForbiddenError("a call through the task proxy with the session cookie must come from this master's own "
