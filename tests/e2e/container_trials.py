@@ -63,11 +63,13 @@ def stalwart_containers(engine_url: str, cluster: LocalTestCluster | None = None
     """Names of the containers (running or not) in the engine that carry Stalwart's labels (of the cluster's
     agents only, when given: tests run side by side)."""
     client = docker.DockerClient(base_url=engine_url)
-    try:
-        found = client.containers.list(all=True, filters={"label": LABEL})
+    try:  # one list call: the high-level list inspects each container after, racing the agent's removals
+        found = client.api.containers(all=True, filters={"label": LABEL})
     finally:
         client.close()
+    names = {c["Id"]: c["Names"][0].lstrip("/") for c in found}
     if cluster is None:
-        return [c.name for c in found]
+        return list(names.values())
     home = str(cluster.home)
-    return [c.name for c in found if any(m.get("Source", "").startswith(home) for m in c.attrs.get("Mounts", []))]
+    return [names[c["Id"]] for c in found
+            if any(str(m.get("Source", "")).startswith(home) for m in c.get("Mounts") or [])]

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.integration
 EXAMPLE = REPO / "examples" / "distributed"
 
 
+@pytest.mark.timeout(600)  # the first test to need the torch image builds it (minutes under CI's load)
 def test_two_docker_agents_train_one_trial_and_resume_it_after_a_pause(tmp_path, docker_url):
     cfg = yaml.safe_load((EXAMPLE / "distributed.yaml").read_text())
     cfg["hyperparameters"]["batch_sleep"] = 0.4  # time to pause between the first report (10) and the end (40)

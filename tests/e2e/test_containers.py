@@ -50,6 +50,7 @@ def test_under_the_process_runtime_the_image_is_not_used_and_the_import_fails(tm
         assert f"{image} is not used" in text  # the agent said why
 
 
+@pytest.mark.timeout(600)  # the first test to need the torch image builds it (minutes under CI's load)
 def test_the_digits_example_runs_in_an_image_without_stalwart(tmp_path, docker_url):
     image = torch_image(docker_url)
     cfg = yaml.safe_load((DIGITS / "const.yaml").read_text())

@@ -122,6 +122,22 @@ class World:
             "workspace": "team-w", "project": "proj-" + SECRET}}))
         return int(made["command"]["id"])
 
+    def new_shell(self) -> int:
+        made = ok(self.admin.post("/api/v1/shells", json={"config": {
+            "description": f"shell-{SECRET}-{next(self.serial)}", "workspace": "team-w", "project": "proj-" + SECRET}}))
+        return int(made["shell"]["id"])
+
+    def new_notebook(self) -> int:
+        made = ok(self.admin.post("/api/v1/notebooks", json={"config": {
+            "description": f"nb-{SECRET}-{next(self.serial)}", "workspace": "team-w", "project": "proj-" + SECRET}}))
+        return int(made["notebook"]["id"])
+
+    def new_tensorboard(self) -> int:
+        config = {"description": f"tb-{SECRET}-{next(self.serial)}", "workspace": "team-w", "project": "proj-" + SECRET}
+        made = ok(self.admin.post("/api/v1/tensorboards", json={"experiment_ids": [int(self.values["exp_id"])],
+                                                                "config": config}))
+        return int(made["tensorboard"]["id"])
+
     def new_token(self) -> int:
         made = ok(self.admin.post("/api/v1/tokens", json={"username": "tess", "description": "tess's automation"}))
         return int(made["tokenInfo"]["id"])
@@ -237,6 +253,9 @@ def _objects(world: World) -> None:
         agent_id="a0", pool="default", group_name=world.new_group(), role="Viewer", action="pause",
         version="0", path="app.css", model_name=world.new_model("W"), version_num="1")
     world.new_model("W2")
+    world.values["shell_id"] = str(world.new_shell())
+    world.values["tensorboard_id"] = str(world.new_tensorboard())
+    world.values["notebook_id"] = str(world.new_notebook())
     world.values["webhook_id"] = world.new_webhook("W")
     world.new_webhook("W2")
     world.new_webhook(None)  # the cluster's: listed only to who may manage it on the cluster
@@ -283,6 +302,9 @@ FRESH: dict[str, Factory] = {
     "trial_id": lambda w: str(w.new_trial()),
     "cmd_id": lambda w: str(w.new_command()),
     "task_id": lambda w: f"command-{w.new_command()}",
+    "shell_id": lambda w: str(w.new_shell()),
+    "tensorboard_id": lambda w: str(w.new_tensorboard()),
+    "notebook_id": lambda w: str(w.new_notebook()),
     "token_id": lambda w: str(w.new_token()),
     "group_name": lambda w: w.new_group(),
     "webhook_id": lambda w: w.new_webhook(),

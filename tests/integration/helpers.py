@@ -90,6 +90,19 @@ def live_run(cluster, trial_id: int) -> dict | None:
     return live[-1] if live else None
 
 
+def pause_after_first_checkpoint(cluster, exp_id: int, trial_id: int, checkpoint_timeout: float = 120,
+                                 pause_timeout: float = 120) -> int:
+    """Wait for the trial's first checkpoint, pause the experiment until the trial is PAUSED with no live run, and
+    activate it again: the steps_completed of the latest checkpoint, where the next run resumes."""
+    cluster.wait_for(lambda: checkpoints(cluster, trial_id), timeout=checkpoint_timeout, what="the first checkpoint")
+    cluster.cli("e", "pause", str(exp_id), check=True)
+    cluster.wait_for(lambda: experiment(cluster, exp_id)["trials"][0]["state"] == "PAUSED"
+                     and live_run(cluster, trial_id) is None, timeout=pause_timeout, what="the pause")
+    stopped_at = max(ck["steps_completed"] for ck in checkpoints(cluster, trial_id))
+    cluster.cli("e", "activate", str(exp_id), check=True)
+    return stopped_at
+
+
 def one_file_context_b64(name: str, text: str) -> str:
     """A context of one file, `name` holding `text`, as the base64 .tgz the experiments API takes."""
     data = text.encode()

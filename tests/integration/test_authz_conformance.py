@@ -48,6 +48,10 @@ BODIES = {
     ("DELETE", "/api/v1/checkpoints"): lambda w: {"uuids": [w.new_checkpoint()]},
     ("POST", "/api/v1/commands"): lambda w: {"config": {"entrypoint": ["true"], "workspace": "team-w",
                                                         "project": "proj-" + aw.SECRET}},
+    ("POST", "/api/v1/shells"): lambda w: {"config": {"workspace": "team-w", "project": "proj-" + aw.SECRET}},
+    ("POST", "/api/v1/notebooks"): lambda w: {"config": {"workspace": "team-w", "project": "proj-" + aw.SECRET}},
+    ("POST", "/api/v1/tensorboards"): lambda w: {"experiment_ids": [int(w.values["exp_id"])], "config": {
+        "workspace": "team-w", "project": "proj-" + aw.SECRET}},
     ("POST", "/api/v1/tokens"): lambda w: {"description": "conformance"},
     ("POST", "/api/v1/webhooks"): lambda w: {"url": "http://127.0.0.1:9/made", "workspace_id": w.workspaces["W"],
                                              "triggers": [{"trigger_type": "CUSTOM"}]},
@@ -230,6 +234,7 @@ ALLOCATION_BODIES = {
                                       "resources": {"w": 1}},
     ("POST", "/api/v1/allocations/{allocation_id}/signals/ack_preemption"): None,
     ("POST", "/api/v1/allocations/{allocation_id}/service"): {"port": 8888},
+    ("POST", "/api/v1/allocations/{allocation_id}/detached/end"): {"state": "COMPLETED"},
     ("POST", "/api/v1/trials/{trial_id}/alerts"): {"title": "t", "description": "d", "level": "INFO"},
     ("POST", "/api/v1/task/logs"): {"logs": [{"allocation_id": "{allocation_id}", "trial_id": "{trial_id}",
                                               "timestamp": 1.0, "log": "hi"}]},

@@ -44,6 +44,7 @@ def test_the_image_only_package_imports_and_stalwart_does_not(engine: str, reque
     assert (status, out.splitlines()) == (0, [f"{MARKER} (3, 11)", *(f"No module named {n!r}" for n in ABSENT)])
 
 
+@pytest.mark.timeout(600)  # the first test to need the torch image builds it (minutes under CI's load)
 def test_torch_and_sklearn_run_in_the_torch_image_and_stalwart_is_not_there(docker_url: str) -> None:
     image = torch_image(docker_url)
     status, out = run_python(docker_url, image, (

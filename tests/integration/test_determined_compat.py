@@ -7,7 +7,14 @@ import sys
 
 import pytest
 
-from integration.helpers import REPO, checkpoints, create, experiment, first_trial, live_run, logs, wait_state
+from integration.helpers import (
+    REPO,
+    create,
+    first_trial,
+    logs,
+    pause_after_first_checkpoint,
+    wait_state,
+)
 from stalwart.testing import LocalTestCluster
 
 pytestmark = pytest.mark.integration
@@ -38,7 +45,7 @@ def test_real_determined_is_installed_but_trials_import_stalwarts(tmp_path, real
         "from determined import pytorch\n"
         "print('DETERMINED', determined.__version__, determined.__file__)\n"
         "print('CLUSTER', determined.get_cluster_info().trial.trial_id)\n"
-        "try:\n    import determined.keras\nexcept ImportError as err:\n    print('KERAS', err)\n"
+        "try:\n    import determined.horovod\nexcept ImportError as err:\n    print('HOROVOD', err)\n"
     )
     config = ("entrypoint: python3 probe.py\nsearcher: {name: single, metric: x, max_length: 1}\n"
               "environment:\n  environment_variables: [MY_FLAG=1]\n")
@@ -52,7 +59,7 @@ def test_real_determined_is_installed_but_trials_import_stalwarts(tmp_path, real
     assert any(line.startswith("DETERMINED 0.38.1+stalwart") and "stalwart/harness/compat" in line
                for line in lines), lines
     assert f"CLUSTER {d['trials'][0]['id']}" in lines
-    assert any(line.startswith("KERAS determined.keras is not implemented by Stalwart") for line in lines), lines
+    assert any(line.startswith("HOROVOD determined.horovod is not implemented by Stalwart") for line in lines), lines
 
 
 def test_core_api_example_trains_pauses_resumes_and_completes(cluster):
@@ -60,11 +67,7 @@ def test_core_api_example_trains_pauses_resumes_and_completes(cluster):
     exp_id = create(c, (CORE_API / "const.yaml").read_text().replace("batch_sleep: 0.0", "batch_sleep: 0.02"),
                     CORE_API)
     trial_id = first_trial(c, exp_id)
-    c.wait_for(lambda: checkpoints(c, trial_id), what="a checkpoint")
-    c.cli("e", "pause", str(exp_id), check=True)
-    c.wait_for(lambda: experiment(c, exp_id)["trials"][0]["state"] == "PAUSED" and live_run(c, trial_id) is None,
-               what="the pause")
-    c.cli("e", "activate", str(exp_id), check=True)
+    pause_after_first_checkpoint(c, exp_id, trial_id)
     d = wait_state(c, exp_id, {"COMPLETED", "ERROR"})
     assert d["experiment"]["state"] == "COMPLETED"
     trial = d["trials"][0]

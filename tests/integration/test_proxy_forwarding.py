@@ -13,15 +13,16 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route, WebSocketRoute
+from starlette.responses import PlainTextResponse
+from starlette.routing import Mount, WebSocketRoute
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from stalwart.api.errors import StalwartError
 from stalwart.master.proxy import forward, websocket
+from stalwart.master.proxy.upstream import Pool
 from stalwart.testing import free_port
 from stalwart.testing.recording_service import Received, ServedApp, recording_service
 
@@ -30,21 +31,21 @@ MASTER_COOKIES = "stalwart_session=SESSION-SECRET; _xsrf=jupyter-own; stalwart_c
 
 
 def front_app(service_url: str) -> Starlette:
-    client = forward.new_client()
+    host, port = service_url.removeprefix("http://").rsplit(":", 1)
+    pool = Pool()
 
-    async def http(request: Request) -> Response:
+    async def http(scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            return await forward.forward(client, request, service_url, SERVICE_TOKEN, request.path_params["task"])
+            await forward.forward(pool, scope, receive, send, (host, int(port)), SERVICE_TOKEN,
+                                  scope["path"].split("/")[2])
         except StalwartError as err:
-            return Response(str(err), status_code=err.http_status)
+            await PlainTextResponse(str(err), status_code=err.http_status)(scope, receive, send)
 
     async def ws(socket: WebSocket) -> None:
         url = "ws" + service_url.removeprefix("http") + forward.upstream_target(socket)
         await websocket.relay(socket, url, forward.outgoing_headers(socket, SERVICE_TOKEN), socket.path_params["task"])
 
-    methods = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"]
-    return Starlette(routes=[Route("/proxy/{task}/{path:path}", http, methods=methods),
-                             WebSocketRoute("/proxy/{task}/{path:path}", ws)])
+    return Starlette(routes=[WebSocketRoute("/proxy/{task}/{path:path}", ws), Mount("/proxy", app=http)])
 
 
 @pytest.fixture

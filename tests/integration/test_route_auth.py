@@ -141,7 +141,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
               "allocation_id": alloc["id"], "task_id": f"command-{cmd_id}", "action": "pause",
               "version": pages.VERSION, "path": "app.css", "workspace_id": str(workspace_id),
               "project_id": str(made_project.json()["project"]["id"]), "group_name": "bobs-group", "role": "Viewer",
-              "pool": "default", **_models_and_webhooks(admin, bob, ckpt)}
+              "pool": "default", **_models_and_webhooks(admin, bob, ckpt), **_interactive_tasks(bob, exp_id)}
     yield World(app, anonymous, admin, ann, bob, m.cluster_token, allocation_token, values)
     for client in (anonymous, admin, ann, bob):
         client.close()
@@ -161,6 +161,16 @@ def _models_and_webhooks(admin: TestClient, bob: TestClient, ckpt: str) -> dict[
     assert template.status_code == 200, template.text
     return {"model_name": "bobs-model", "version_num": "1", "webhook_id": str(webhook.json()["webhook"]["id"]),
             "template_name": "bobs-template"}
+
+
+def _interactive_tasks(bob: TestClient, exp_id: int) -> dict[str, str]:
+    """Bob's notebook, TensorBoard and shell (queued: this world's scheduler does not run): their path values."""
+    values = {}
+    for kind, body in (("notebook", {}), ("tensorboard", {"experiment_ids": [exp_id]}), ("shell", {})):
+        started = bob.post(f"/api/v1/{kind}s", json=body)
+        assert started.status_code == 200, started.text
+        values[f"{kind}_id"] = str(started.json()[kind]["id"])
+    return values
 
 
 def _served_routes(app: FastAPI) -> list[RouteSpec]:
@@ -253,7 +263,7 @@ def _forbidden_to_ann(spec: RouteSpec) -> bool:
     if permission.basic is P.Rule.ADMIN:
         return True
     owned = {"exp_id", "trial_id", "cmd_id", "job_id", "username", "token_id", "workspace_id", "project_id",
-             "model_name", "template_name"}
+             "model_name", "template_name", "notebook_id", "tensorboard_id", "shell_id"}
     return permission.basic is P.Rule.OWNER and bool(set(re.findall(r"\{(\w+)", spec.path)) & owned)
 
 

@@ -40,8 +40,10 @@ slurm: {slots_per_node: 1}
 
 
 def _standin(out: pathlib.Path) -> list[str]:
-    """A one-shot agent's stand-in: records its environment per node, then holds the node."""
-    return ["sh", "-c", f'env > {out}/env-$SLURM_NODEID; exec sleep 600', "--"]
+    """A one-shot agent's stand-in: records its environment per node (whole once the file is there: written
+    aside, then renamed), then holds the node."""
+    return ["sh", "-c", f'env > {out}/.env-$SLURM_NODEID && mv {out}/.env-$SLURM_NODEID {out}/env-$SLURM_NODEID; '
+            'exec sleep 600', "--"]
 
 
 @pytest.fixture

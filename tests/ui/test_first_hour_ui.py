@@ -106,6 +106,7 @@ def test_finished_commands_stay_on_the_tasks_page_with_their_exit_code(ui_cluste
     heads = page.eval_on_selector_all("#tasks-table th", "ths => ths.map(th => th.textContent.trim())")
     shown = dict(zip(heads, cells, strict=True))
     assert shown["Result"] == "ERROR" and shown["Exit code"] == "3" and shown["State"] == "TERMINATED", shown
+    assert shown["Ended because"] == "exited with status 3", shown
     assert shown["Ended"] != "—"
     page.click(f"{row} a")
     page.wait_for_function("() => [...document.querySelectorAll('#logs-panel .line .msg')]"

@@ -32,6 +32,7 @@ import uuid
 from typing import Any
 
 from stalwart.api.errors import InvalidRequest, InvalidStateError
+from stalwart.process_tree import kill_tree
 
 log = logging.getLogger("stalwart.agent")
 
@@ -191,6 +192,7 @@ def kill_recorded(work_root: pathlib.Path, timeout: float = 10.0) -> list[str]:
         pgid = rec["pgid"]
         log.warning("killing process group %d of allocation %s, left running by a previous agent", pgid,
                     record_path.parent.name)
+        kill_tree(pgid)  # the group's leader is the run's launcher: its tree holds what left the group
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
         deadline = time.monotonic() + timeout

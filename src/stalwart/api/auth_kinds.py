@@ -41,6 +41,8 @@ class PathValue(str, enum.Enum):
 PATH_VALUES: dict[str, PathValue] = {
     "exp_id": PathValue.WORKSPACE_OBJECT, "trial_id": PathValue.WORKSPACE_OBJECT,
     "uuid": PathValue.WORKSPACE_OBJECT, "cmd_id": PathValue.WORKSPACE_OBJECT, "task_id": PathValue.WORKSPACE_OBJECT,
+    "notebook_id": PathValue.WORKSPACE_OBJECT, "tensorboard_id": PathValue.WORKSPACE_OBJECT,
+    "shell_id": PathValue.WORKSPACE_OBJECT,
     "job_id": PathValue.WORKSPACE_OBJECT, "project_id": PathValue.WORKSPACE_OBJECT,
     "workspace_id": PathValue.WORKSPACE_OBJECT, "model_name": PathValue.WORKSPACE_OBJECT,
     "webhook_id": PathValue.WORKSPACE_OBJECT,  # a workspace's webhook; the cluster's (no workspace): on the cluster

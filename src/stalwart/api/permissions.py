@@ -45,17 +45,19 @@ VIEW_EXPERIMENTS = _p("view_experiments", "read experiments, trials, metrics, lo
                       Rule.ANYONE)
 CREATE_EXPERIMENTS = _p("create_experiments", "create, fork and continue experiments", Rule.ANYONE)
 EDIT_EXPERIMENTS = _p("edit_experiments", "pause, activate, kill, archive, edit and continue an experiment, change "
-                                          "its checkpoint GC policy and kill its trials", Rule.OWNER)
+                                          "its checkpoint GC policy and log retention and kill its trials",
+                      Rule.OWNER)
 DELETE_EXPERIMENTS = _p("delete_experiments", "delete an experiment and everything it stored", Rule.OWNER)
 DELETE_CHECKPOINTS = _p("delete_checkpoints", "delete checkpoints", Rule.OWNER)
 VIEW_CLUSTER = _p("view_cluster", "read agents, slots, resource pools, the job queue (others' jobs anonymously) and "
                                   "the scheduler's preview", Rule.ANYONE)
-VIEW_TASKS = _p("view_tasks", "read commands and other tasks: their configs, states and logs", Rule.ANYONE)
+VIEW_TASKS = _p("view_tasks", "read tasks (commands, notebooks, TensorBoards, shells): their configs, states and logs",
+                Rule.ANYONE)
 MANAGE_AGENTS = _p("manage_agents", "enable, disable and drain agents; list and revoke their credentials",
                    Rule.ADMIN)
 EDIT_JOBS = _p("edit_jobs", "change a job's priority, weight, resource pool or queue position", Rule.OWNER)
-CREATE_COMMANDS = _p("create_commands", "run commands on the cluster", Rule.ANYONE)
-EDIT_COMMANDS = _p("edit_commands", "kill a command", Rule.OWNER)
+CREATE_COMMANDS = _p("create_commands", "start tasks: commands, notebooks, TensorBoards and shells", Rule.ANYONE)
+EDIT_COMMANDS = _p("edit_commands", "kill a task (opening a notebook or shell is its owner's alone)", Rule.OWNER)
 VIEW_USERS = _p("view_users", "list users and read their public details", Rule.ANYONE)
 EDIT_OWN_ACCOUNT = _p("edit_own_account", "change one's own display name and password", Rule.OWNER)
 MANAGE_USERS = _p("manage_users", "create users, make and unmake admins, activate, deactivate, set any password",

@@ -42,6 +42,13 @@ class AllocationState(str, enum.Enum):
         return self is not AllocationState.TERMINATED
 
 
+LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+"""A log line's levels, least severe first: asking for a level means that level and those after it."""
+
+TASK_KINDS = ("command", "notebook", "tensorboard", "shell")
+"""The kinds of task (a `commands` row's kind); `<kind>-<id>` is a task's id, and its path under the master's proxy."""
+
+
 class ExitReason(str, enum.Enum):
     """Why a trial run ended, as recorded on the allocation."""
 

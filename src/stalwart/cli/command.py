@@ -138,7 +138,8 @@ def describe(ctx: click.Context, cmd_id: int, fmt: output.Format) -> None:
     rows = [("ID", cmd.id), ("Kind", cmd.kind), ("Description", cmd.description), ("State", cmd.state),
             ("Result", cmd.result), ("Exit code", cmd.exit_code), ("Owner", cmd.owner), ("Workspace", cmd.workspace),
             ("Project", cmd.project), ("Pool", cmd.resource_pool), ("Created", output.when(cmd.created_at)),
-            ("Ended", output.when(cmd.ended_at)), ("Program", _program(cmd.entrypoint)),
+            ("Ended", output.when(cmd.ended_at)), ("Ended because", cmd.end_reason or ""),
+            ("Program", _program(cmd.entrypoint)),
             ("Note", cmd.pending_reason or "")]
     output.emit(fmt, ["Field", "Value"], rows, json_data=cmd)
 

@@ -239,10 +239,11 @@ def _best(best: BestValidation | None) -> str:
 
 def _trials_table(trials: list[Trial], fmt: output.Format = output.Format.TABLE, json_data: object = None) -> None:
     output.emit(
-        fmt, ["Trial", "State", "Steps", "Restarts", "Latest validation", "Hyperparameters", "Error"],
+        fmt, ["Trial", "State", "Steps", "Restarts", "Latest validation", "Hyperparameters", "Log policy", "Error"],
         [(t.id, t.state, t.steps_completed, t.restarts,
           output.short_metrics(t.latest_validation.metrics if t.latest_validation else None),
-          output.short_metrics(t.hparams), t.error_message) for t in trials], json_data=json_data,
+          output.short_metrics(t.hparams), t.log_policy_matched, t.error_message) for t in trials],
+        json_data=json_data,
     )
 
 

@@ -1,5 +1,5 @@
-"""`stalwart e delete|set|label`: delete an experiment, change its name, description, notes, labels, job keys or
-checkpoint GC policy."""
+"""`stalwart e delete|set|label`: delete an experiment, change its name, description, notes, labels, job keys,
+checkpoint GC policy or log retention."""
 
 from __future__ import annotations
 
@@ -63,7 +63,8 @@ def set_() -> None:
     `e set name|description|notes ID VALUE` change what `describe` and the web UI show; `e set
     priority|weight|max-slots ID VALUE` change its job's keys in the queue (priority: 1 most urgent .. 99; weight:
     its fair share; max-slots: the most slots its trials hold at once), on the next scheduling pass (`job update`
-    also moves a job in the queue or to another pool); `e set gc-policy ID ...` changes which checkpoints it keeps."""
+    also moves a job in the queue or to another pool); `e set gc-policy ID ...` changes which checkpoints it keeps;
+    `e set log-retention ID --days N|--forever` how long its trials' logs are kept."""
 
 
 TEXT_HELP = {
@@ -108,6 +109,24 @@ for _key in TEXT_KEYS:
 for _key in SET_KEYS:
     set_.add_command(_job_setter(_key))
 set_.add_command(gc_policy)
+
+
+@set_.command("log-retention")
+@click.argument("exp_id", type=int)
+@click.option("--days", type=click.IntRange(0, 32767), help="Keep its trials' logs this many days after they end.")
+@click.option("--forever", is_flag=True, help="Keep its trials' logs for good.")
+@click.pass_context
+def log_retention(ctx: click.Context, exp_id: int, days: int | None, forever: bool) -> None:
+    """Change how long an ended experiment's trial logs are kept.
+
+    Give --days N (from the end of each trial; 0 deletes them at the master's next cleanup) or --forever. It
+    overrides the master config's retention_policy for this experiment."""
+    if (days is None) == (not forever):
+        raise click.UsageError("give exactly one of --days N or --forever")
+    num_days = -1 if forever else int(days or 0)
+    client_of(ctx).set_log_retention(exp_id, num_days)
+    kept = "for good" if forever else f"{num_days} day(s) after each trial ends"
+    output.console.print(f"Experiment {exp_id}: its trials' logs are kept {kept}.")
 
 
 @click.group("label", cls=AliasedGroup, aliases={"rm": "remove"})

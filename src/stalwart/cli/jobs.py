@@ -24,8 +24,9 @@ def print_jobs(jobs: list[Job], fmt: output.Format = output.Format.TABLE, json_d
     output.emit(
         fmt, ["#", "Job ID", "Type", "ID", "Name", "Owner", "State", "Priority", "Weight", "Pool", "Slots (alloc/req)",
          "Submitted", "Note"],
-        [(j.queue_position, j.job_id, j.type, j.entity_id or "", j.name or "", j.owner or "", j.state, j.priority,
-          j.weight, j.resource_pool, f"{j.slots_allocated}/{j.slots_requested}", output.when(j.submitted_at),
+        [(j.queue_position, j.job_id, (j.task_kind or j.type).upper(), j.entity_id or "", j.name or "", j.owner or "",
+          j.state, j.priority, j.weight, j.resource_pool, f"{j.slots_allocated}/{j.slots_requested}",
+          output.when(j.submitted_at),
           "another workspace's job: shown without its details" if j.limited else j.reason or "")
          for j in jobs], json_data=json_data,
     )

@@ -12,8 +12,8 @@ from typing import Any
 import click
 
 from stalwart.api.errors import InvalidRequest
+from stalwart.api.states import LOG_LEVELS
 
-LEVELS = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 """Log levels, least severe first (the master's)."""
 
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
@@ -53,7 +53,7 @@ def make_filter(level: str | None, since: str | None, grep: str | None, head: in
     if follow and head is not None:
         raise InvalidRequest("--head prints the first N lines and stops; it cannot be used with --follow (--tail N "
                              "can: the last N lines, then the new ones)")
-    return LogFilter(levels=list(LEVELS[LEVELS.index(level):]) if level else None,
+    return LogFilter(levels=list(LOG_LEVELS[LOG_LEVELS.index(level):]) if level else None,
                      since=parse_since(since) if since is not None else None,
                      grep=grep or None, head=head, tail=tail)
 
@@ -68,7 +68,7 @@ def log_filter_options(func: Callable[..., Any]) -> Callable[..., Any]:
         return func(*args, log_filter=log_filter, **kwargs)
 
     options = [
-        click.option("--level", type=click.Choice(LEVELS, case_sensitive=False), default=None,
+        click.option("--level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default=None,
                      callback=lambda _ctx, _param, value: value.upper() if value else None,
                      help="Only lines of this level or a more severe one."),
         click.option("--since", default=None, metavar="WHEN",

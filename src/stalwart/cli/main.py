@@ -19,11 +19,14 @@ from stalwart.cli.command import command
 from stalwart.cli.experiment import experiment, preview_search
 from stalwart.cli.jobs import job
 from stalwart.cli.model import model
+from stalwart.cli.notebook import notebook
 from stalwart.cli.output import err_console
 from stalwart.cli.project import project
 from stalwart.cli.rbac import rbac
 from stalwart.cli.resource_pool import resource_pool
+from stalwart.cli.shell import shell
 from stalwart.cli.template import template
+from stalwart.cli.tensorboard import tensorboard
 from stalwart.cli.token import token
 from stalwart.cli.trial import trial
 from stalwart.cli.user import user
@@ -40,7 +43,8 @@ EXIT_CODES = ("Exit codes: 0 done; 1 failed (an experiment that did not complete
 @click.group(cls=AliasedGroup, epilog=EXIT_CODES,
              aliases={"e": "experiment", "t": "trial", "c": "checkpoint", "a": "agent", "j": "job",
                       "cmd": "command", "s": "slot", "u": "user", "tkn": "token", "w": "workspace", "p": "project",
-                      "rp": "resource-pool", "m": "model", "tpl": "template"},
+                      "rp": "resource-pool", "m": "model", "tpl": "template",
+                      "tb": "tensorboard", "nb": "notebook"},
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-m", "--master", "master_url", default=None,
               help="Master address (else $STALWART_MASTER, $DET_MASTER, or the local cluster).")
@@ -56,12 +60,13 @@ def cli(ctx: click.Context, master_url: str | None, user_name: str | None) -> No
     Start a local cluster with `stalwart up`, then run an experiment with `stalwart e create CONFIG.yaml CODE_DIR
     --follow`. Each command's --help says what it does and changes. Short names: e experiment, t trial,
     c checkpoint, cmd command, j job, a agent, s slot, u user, tkn token, w workspace, p project, rp
-    resource-pool, m model, tpl template."""
+    resource-pool, m model, tpl template, nb notebook, tb tensorboard."""
     ctx.obj = RootOptions(master=master_url, user=user_name)
 
 
 for group in (up, down, master, agent, slot, experiment, trial, checkpoint, preview_search, job, command, user, token,
-              audit, workspace, project, user_group, rbac, resource_pool, auth, model, webhook, template):
+              audit, workspace, project, user_group, rbac, resource_pool, auth, model, webhook, template, tensorboard,
+              notebook, shell):
     cli.add_command(group)
 for verb in (experiment_edit.delete, experiment_edit.set_, experiment_edit.label, experiment_continue.continue_,
              experiment_continue.fork, experiment_files.logs, experiment_files.config, experiment_files.download,

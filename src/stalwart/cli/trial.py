@@ -53,6 +53,7 @@ def describe(ctx: click.Context, trial_id: int, with_metrics: bool, fmt: output.
         ("Hyperparameters", output.short_metrics(t.hparams, limit=50)),
         ("Latest validation", output.short_metrics(val.metrics if val else None, limit=50)),
         ("Latest checkpoint", f"{ckpt.uuid} (steps {ckpt.steps_completed})" if ckpt else ""),
+        ("Log policy matched", t.log_policy_matched),
         ("Error", t.error_message),
     ]
     if fmt is output.Format.CSV:
@@ -66,6 +67,13 @@ def describe(ctx: click.Context, trial_id: int, with_metrics: bool, fmt: output.
           output.when(r.ended_at)) for r in d.runs],
         title="Runs",
     )
+    if d.log_policy_matches:
+        output.emit(
+            fmt, ["Policy", "Action", "Run's allocation", "Agent", "Line"],
+            [(p.policy_name, p.action or "(label only)", p.allocation_id, p.agent_id, p.log.strip()[:200])
+             for p in d.log_policy_matches],
+            title="Log policies matched",
+        )
     if metrics is not None:
         if fmt is output.Format.CSV:
             output.console.print()

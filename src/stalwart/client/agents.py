@@ -27,6 +27,7 @@ TASK_LOGS = endpoint("POST", "/api/v1/task/logs", trials.Accepted, agents.TaskLo
 CONTEXT = endpoint("GET", AL + "/{allocation_id}/context", allocations.Context)
 STARTED = endpoint("POST", AL + "/{allocation_id}/started", allocations.StartedAnswer, allocations.Started)
 SERVICE = endpoint("POST", AL + "/{allocation_id}/service", common.Empty, allocations.ServiceStarted)
+ACTIVITY = endpoint("POST", AL + "/{allocation_id}/activity", common.Empty)
 EXITED = endpoint("POST", AL + "/{allocation_id}/exited", common.Empty, allocations.Exited)
 
 
@@ -63,6 +64,10 @@ class AgentsApi(Api):
         """The task's server answers on `port` of this machine (its allocation token says which task)."""
         return self.call(SERVICE, path={"allocation_id": allocation_id},
                          json_body=body(allocations.ServiceStarted, port=port))
+
+    def allocation_activity(self, allocation_id: str) -> common.Empty:
+        """The task is in use now (a kernel runs, a session is open): its idle timeout starts over."""
+        return self.call(ACTIVITY, path={"allocation_id": allocation_id})
 
     def allocation_exited(self, allocation_id: str, *, agent_id: str, exit_code: int | None,
                           agent_lost: bool = False, setup_failed: bool = False) -> common.Empty:

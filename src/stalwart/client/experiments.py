@@ -1,11 +1,11 @@
 """Experiments: create, list (filtered, sorted), describe, edit, delete, continue, actions, trials, checkpoints and
-their GC policy, the context archive, the best validation."""
+their GC policy, log retention, the context archive, the best validation."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from stalwart.api.models import checkpoints, experiments, jobs, searcher, series
+from stalwart.api.models import checkpoints, common, experiments, jobs, searcher, series
 from stalwart.client.endpoints import Api, body, endpoint
 
 E = "/api/v1/experiments"
@@ -24,6 +24,7 @@ MODEL_DEF = endpoint("GET", E + "/{exp_id}/model_def", experiments.ModelDef)
 BEST_METRIC = endpoint("GET", E + "/{exp_id}/searcher/best_searcher_validation_metric", experiments.BestMetric)
 GC_POLICY = endpoint("PATCH", E + "/{exp_id}/checkpoint-gc-policy", experiments.GcPolicyChange,
                      experiments.ChangeGcPolicy)
+RETAIN_LOGS = endpoint("PUT", E + "/{exp_id}/retain_logs", common.Empty, experiments.RetainLogs)
 UPDATE_JOB = endpoint("PATCH", E + "/{exp_id}/job", jobs.JobEnvelope, jobs.UpdateJob)
 SERIES = endpoint("GET", E + "/{exp_id}/metrics/series", series.ExperimentSeries)
 PREVIEW = endpoint("POST", "/api/v1/searcher/preview", searcher.PreviewAnswer, searcher.PreviewRequest)
@@ -104,6 +105,12 @@ class ExperimentsApi(Api):
         return self.call(GC_POLICY, path={"exp_id": exp_id}, json_body=body(
             experiments.ChangeGcPolicy, save_experiment_best=save_experiment_best, save_trial_best=save_trial_best,
             save_trial_latest=save_trial_latest, dry_run=dry_run))
+
+    def set_log_retention(self, exp_id: int, num_days: int) -> common.Empty:
+        """Determined's `e set log-retention`: the ended experiment's trials keep their logs `num_days` days after
+        they end (-1: forever)."""
+        return self.call(RETAIN_LOGS, path={"exp_id": exp_id}, json_body=body(experiments.RetainLogs,
+                                                                             num_days=num_days))
 
     def update_experiment_job(self, exp_id: int, *, priority: int | None = None, weight: float | None = None,
                               max_slots: int | None = None) -> jobs.JobEnvelope:

@@ -36,7 +36,7 @@ from stalwart.config._schema import (
 )
 from stalwart.config.container_policy import engine_socket_refusal
 from stalwart.config.environment import REGISTRY_AUTH_SPEC, SLOT_KINDS, check_environment_variables, check_image
-from stalwart.config.sections import BIND_MOUNT_SPEC, DEVICE_SPEC
+from stalwart.config.sections import BIND_MOUNT_SPEC, DEVICE_SPEC, check_policy_list
 
 DEFAULT_SHM_SIZE = 4 * 1024**3
 """/dev/shm of a task container when neither its config nor the master's defaults give one (Determined's)."""
@@ -87,9 +87,10 @@ DEFAULTS_SPEC: dict[str, Field] = {
     "drop_capabilities": Field(list_of(string(nonempty=True))),
     "force_pull_image": Field(boolean()),
     "registry_auth": Field(section(REGISTRY_AUTH_SPEC)),
+    "log_policies": Field(check_policy_list),  # merged under each experiment's by name (docs/logs.md)
     **{key: _LOOSE for key in (
         "dtrain_network_interface", "nccl_port_range", "gloo_port_range", "cpu_pod_spec", "gpu_pod_spec",
-        "startup_hook", "log_policies", "work_dir", "slurm", "pbs", "kubernetes", "preemption_timeout")},
+        "startup_hook", "work_dir", "slurm", "pbs", "kubernetes", "preemption_timeout")},
 }
 
 
@@ -158,6 +159,9 @@ def merge_over(cluster: Mapping[str, Any], pool: Mapping[str, Any]) -> dict[str,
             out[key] = joined(value, base)
         elif key in ("bind_mounts", "devices"):
             out[key] = by_container_path(value, base)
+        elif key == "log_policies":  # by name: the pool's, then the cluster's of other names (Determined's merge)
+            named = {p.get("name") for p in value if isinstance(p, Mapping) and p.get("name")}
+            out[key] = value + [p for p in base if not (isinstance(p, Mapping) and p.get("name") in named)]
         else:
             out[key] = value
     return out

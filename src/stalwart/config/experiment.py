@@ -30,6 +30,7 @@ from stalwart.config.searcher_settings import SearcherSettings, settings_of
 from stalwart.config.sections import (
     BIND_MOUNT_SPEC,
     INTEGRATIONS_SPEC,
+    OPTIMIZATIONS_NO_EFFECT,
     OPTIMIZATIONS_SPEC,
     PBS_SPEC,
     PROFILING_SPEC,
@@ -92,8 +93,13 @@ EXPERIMENT_SPEC: dict[str, Field] = {
     "internal": Field(any_map()),
 }
 
+# A detached experiment's (core_v2 outside the cluster): its script is already running, so no entrypoint is needed.
+UNMANAGED_EXPERIMENT_SPEC: dict[str, Field] = {**EXPERIMENT_SPEC, "entrypoint": Field(entrypoint_checker())}
+UNMANAGED_SEARCHER = {"name": "single", "metric": "unmanaged", "max_length": 100000000}
+"""A detached experiment's searcher when its config names none (core_v2's, as Determined's): it only labels it."""
+
 # Keys that parse but do nothing in Stalwart; setting one gives a warning.
-NO_EFFECT_KEYS: set[str] = {"optimizations", "profiling"}
+NO_EFFECT_KEYS: set[str] = {"profiling"}
 
 # Keys for things Stalwart does differently: kept in the stored config, warned about when set. The container keys
 # (environment.image, registry_auth, bind_mounts, resources.devices, ...) are honoured by Docker and Podman agents.
@@ -146,6 +152,8 @@ def collect_warnings(user: Mapping[str, Any]) -> list[str]:
         for key in sorted(NO_EFFECT_KEYS)
         if _is_set(user, key)
     ]
+    warnings += [f"optimizations.{key}: {why}" for key, why in OPTIMIZATIONS_NO_EFFECT.items()
+                 if _is_set(user, f"optimizations.{key}")]
     warnings += [f"{key}: {why}" for key, why in IGNORED_KEYS.items() if _is_set(user, key)]
     name = _lookup(user, "searcher.name")
     if isinstance(name, str) and name in WARN_SEARCHER_NAMES:
@@ -171,9 +179,10 @@ def plural(count: int, noun: str) -> str:
 
 
 def load_experiment_config(
-    source: str | Mapping[str, Any], *, master_defaults: Mapping[str, Any] | None = None
+    source: str | Mapping[str, Any], *, master_defaults: Mapping[str, Any] | None = None, unmanaged: bool = False
 ) -> ExpandedConfig:
-    """Parse, merge over the master's defaults, validate and expand an experiment config.
+    """Parse, merge over the master's defaults, validate and expand an experiment config (a detached one's, with
+    `unmanaged`, needs no entrypoint).
 
     Raises ConfigError listing every problem (`dotted.path: problem`) if it is invalid.
     """
@@ -183,7 +192,7 @@ def load_experiment_config(
     if master_defaults:
         merged = merge_defaults(user, to_plain(master_defaults))
     problems = Problems()
-    cfg = check_section(merged, "", EXPERIMENT_SPEC, problems)
+    cfg = check_section(merged, "", UNMANAGED_EXPERIMENT_SPEC if unmanaged else EXPERIMENT_SPEC, problems)
     _check_cross_sections(cfg, problems)
     if problems:
         message = f"invalid experiment config ({plural(len(problems), 'problem')})"

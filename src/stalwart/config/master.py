@@ -26,12 +26,13 @@ from stalwart.config.master_schema import (
     DEFAULT_MAX_CONTEXT_MEMBERS,
     DEFAULT_MAX_CONTEXT_SIZE,
     DEFAULT_MAX_REQUEST_BODY,
+    DEFAULT_RETENTION_SCHEDULE,
     IGNORED_MASTER_KEYS,
     MASTER_SPEC,
     OIDC_DEFAULT_SCOPES,
     cross_checks,
 )
-from stalwart.config.provider import ProviderConfig
+from stalwart.config.provider import ProviderConfig, duration_s
 from stalwart.config.slurm import SlurmConfig
 from stalwart.config.source import read_config_file
 
@@ -158,6 +159,23 @@ class WebhooksConfig:
 
 
 @dataclass(frozen=True)
+class RetentionConfig:
+    """`retention_policy`: how many days trial logs are kept after their trial ended (-1: forever; an experiment's
+    `retention_policy.log_retention_days` overrides it) and how often expired ones are deleted."""
+
+    log_retention_days: int = -1
+    schedule_s: float = 86400.0
+
+    @staticmethod
+    def of(section_: dict[str, Any] | None) -> RetentionConfig:
+        if not section_:
+            return RetentionConfig()
+        days = section_.get("log_retention_days")
+        return RetentionConfig(-1 if days is None else days,
+                               duration_s(section_.get("schedule") or DEFAULT_RETENTION_SCHEDULE) or 86400.0)
+
+
+@dataclass(frozen=True)
 class MasterConfig:
     pools: tuple[PoolConfig, ...] = (PoolConfig("default"),)
     default_compute_pool: str = "default"
@@ -173,11 +191,16 @@ class MasterConfig:
     task_container_defaults: dict[str, Any] = field(default_factory=dict, repr=False)
     task_container_policy: dict[str, Any] = field(default_factory=dict)  # checked: config/container_policy.py
     agent_timeout: float | None = None
+    notebook_timeout: float | None = None  # seconds a notebook may idle when its config says nothing; None: forever
+    tensorboard_timeout: float = 300.0  # the same for TensorBoards, as Determined's default
+    detached_heartbeat_timeout: float = 300.0  # seconds a detached trial may go without a heartbeat (docs/detached.md)
+    proxy_host: str | None = None  # a host name of its own for task traffic (docs/tasks.md); None: the master's
     agent_enrollment: str = "loopback"  # agents.enrollment: loopback, open or closed
     limits: LimitsConfig = LimitsConfig()
     security: SecurityConfig = SecurityConfig()
     oidc: OidcConfig = OidcConfig()
     webhooks: WebhooksConfig = WebhooksConfig()
+    retention: RetentionConfig = RetentionConfig()
     ignored_keys: tuple[str, ...] = ()
 
     def pool(self, name: str) -> PoolConfig | None:
@@ -268,6 +291,10 @@ def parse_master_config(data: Any, source: str = "master config") -> MasterConfi
         task_container_defaults=dict(cfg.get("task_container_defaults") or {}),
         task_container_policy=dict(cfg.get("task_container_policy") or {}),
         agent_timeout=cfg.get("agent_timeout"),
+        notebook_timeout=duration_s(cfg["notebook_timeout"]) if cfg.get("notebook_timeout") is not None else None,
+        tensorboard_timeout=duration_s(cfg.get("tensorboard_timeout", 300)) or 300.0,
+        detached_heartbeat_timeout=duration_s(cfg.get("detached_heartbeat_timeout", 300)) or 300.0,
+        proxy_host=cfg.get("proxy_host") or None,
         agent_enrollment=(cfg.get("agents") or {}).get("enrollment") or "loopback",
         limits=LimitsConfig.of(cfg.get("limits")),
         security=SecurityConfig(
@@ -277,6 +304,7 @@ def parse_master_config(data: Any, source: str = "master config") -> MasterConfi
             **_authz_choices(cfg.get("security") or {})),
         oidc=OidcConfig.of(cfg.get("oidc")),
         webhooks=WebhooksConfig.of(cfg.get("webhooks")),
+        retention=RetentionConfig.of(cfg.get("retention_policy")),
         ignored_keys=tuple(k for k in IGNORED_MASTER_KEYS if cfg.get(k) is not None),
     )
 

@@ -27,15 +27,22 @@ from stalwart.config._schema import (
 from stalwart.config.container_defaults import check_defaults
 from stalwart.config.container_policy import check_policy
 from stalwart.config.kubernetes import K8S_RM_KEYS
-from stalwart.config.provider import check_provider, cross_check_pools
+from stalwart.config.provider import check_provider, cross_check_pools, duration, duration_s
 from stalwart.config.slurm import SLURM_RM_KEYS
 
 # Keys Determined accepts that Stalwart reads but does not act on (no TLS, auth, telemetry, ... here).
 IGNORED_MASTER_KEYS = [
-    "telemetry", "logging", "log", "cluster_name", "observability", "retention_policy",
-    "notebook_timeout", "tensorboard_timeout", "cache", "ui_customization", "config_file", "root",
+    "telemetry", "logging", "log", "cluster_name", "observability",
+    "cache", "ui_customization", "config_file", "root",
     "integrations", "enable_cors", "launch_error", "feature_switches", "internal", "saml", "scim",
     "reserved_ports", "resource_pools_defaults", "additional_resource_managers"]
+
+
+def _proxy_host(value: Any, path: str, problems: Problems) -> Any:
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?", value):
+        problems.add(path, f"expected a host name, with a port if not the default (tasks.example.com or "
+                           f"tasks.example.com:8080), got {value!r}")
+    return value
 
 
 def _scheduler_type(value: Any, path: str, problems: Problems) -> Any:
@@ -273,6 +280,24 @@ WEBHOOKS_SPEC = {  # docs/webhooks.md
     "base_url": Field(_base_url),  # links in the payloads (Slack messages)
 }
 
+DEFAULT_RETENTION_SCHEDULE = "24h"
+
+
+def _retention_schedule(value: Any, path: str, problems: Problems) -> Any:
+    """`retention_policy.schedule`: how often the master deletes expired trial logs, a duration (Determined also
+    takes a cron expression, which Stalwart does not read: it is refused, naming the duration form)."""
+    seconds = duration_s(value)
+    if seconds is None or seconds <= 0:
+        problems.add(path, f"expected a duration greater than zero such as 24h, 30m or 10s (cron expressions are not "
+                           f"supported here), got {type_name(value)}")
+    return value
+
+
+RETENTION_SPEC = {  # trial logs' retention (docs/logs.md); an experiment's retention_policy overrides the days
+    "log_retention_days": Field(integer(minimum=-1, maximum=32767), default=-1),  # -1: kept forever
+    "schedule": Field(_retention_schedule, default=DEFAULT_RETENTION_SCHEDULE),
+}
+
 AGENT_ENROLLMENT = ("loopback", "open", "closed")
 AGENTS_SPEC = {  # agents joining the cluster (docs/users.md, "Agents and the cluster token")
     # who may enroll a new agent with the cluster token: from this machine only, from anywhere, or nobody
@@ -291,12 +316,19 @@ MASTER_SPEC = {
     "scheduler": Field(section(SCHEDULER_SPEC)),
     "provisioner": Field(any_map()),
     "agent_timeout": Field(number(minimum=1)),
+    # tasks' idle timeouts when their config gives none (tasks/idle.py): notebooks' (none by default), TensorBoards'
+    "notebook_timeout": Field(duration()),
+    "tensorboard_timeout": Field(duration()),
+    # how long a detached script's trial may go without a heartbeat before it is ended in ERROR (docs/detached.md)
+    "detached_heartbeat_timeout": Field(duration()),
+    "proxy_host": Field(_proxy_host),  # task traffic's own host name (docs/tasks.md, "A host of its own")
     "agents": Field(section(AGENTS_SPEC)),
     "limits": Field(section(LIMITS_SPEC)),
     "security": Field(section(SECURITY_SPEC)),
     "initial_user_password": Field(string()),  # Determined's older place for security.initial_user_password
     "oidc": Field(_oidc_section),
     "webhooks": Field(section(WEBHOOKS_SPEC)),
+    "retention_policy": Field(section(RETENTION_SPEC)),
     **{key: Field(lambda v, p, pr: v) for key in IGNORED_MASTER_KEYS},
 }
 

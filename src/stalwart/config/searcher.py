@@ -213,14 +213,12 @@ def searcher_settings(config: Mapping[str, Any]) -> SearcherSettings:
 
 
 def check_searcher_hparams(searcher: Mapping[str, Any], hparams: Mapping[str, Any], problems: Problems) -> None:
-    """Rules joining the searcher and the hyperparameters (single: all const; grid: counts)."""
+    """Rules joining the searcher and the hyperparameters (grid: counts).
+
+    `single` takes any hyperparameters: as in Determined, it samples the non-const ones once.
+    """
     name = searcher.get("name")
-    if name == "single":
-        for where, spec in iter_leaves(hparams):
-            kind = leaf_type(spec)
-            if kind in ("int", "double", "log", "categorical"):
-                problems.add(where, f"the single searcher needs a const value, got type '{kind}'")
-    elif name == "grid":
+    if name == "grid":
         for where, spec in iter_leaves(hparams):
             if leaf_type(spec) in ("int", "double", "log") and spec.get("count") is None:
                 problems.add(f"{where}.count", "required for the grid searcher")

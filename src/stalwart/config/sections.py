@@ -23,6 +23,7 @@ from stalwart.config._schema import (
     string,
     type_name,
 )
+from stalwart.config.log_patterns import PatternError, compile_pattern
 from stalwart.config.storage import absolute_path
 
 MAX_SEED = 2**31 - 1
@@ -112,6 +113,24 @@ OPTIMIZATIONS_SPEC: dict[str, Field] = {
     "grad_updates_size_file": Field(string()),
 }
 
+# The optimizations keys a PyTorch trial cannot honour here, and why (from Determined 0.38.1's harness: what is not
+# named here is honoured: aggregation_frequency by the PyTorch context's step_optimizer(), and
+# average_aggregated_gradients as wrap_optimizer()'s default, both read in exec/harness.py as Stalwart's legacy
+# harness reads them).
+_HOROVOD_ONLY = "Determined applies it only to Horovod, and Stalwart trains with PyTorch DDP"
+OPTIMIZATIONS_NO_EFFECT: dict[str, str] = {
+    "average_training_metrics": "has no effect for PyTorch trials: training metrics are always averaged across "
+                                "workers (Determined's PyTorchTrial ignores the key too; only its TFKerasTrial "
+                                "reads it)",
+    "gradient_compression": f"has no effect: {_HOROVOD_ONLY} (its fp16 gradient compression)",
+    "mixed_precision": "has no effect: Determined's PyTorchTrial ignores it; turn on mixed precision in the trial "
+                       "(context.experimental.use_amp(), or context.wrap_scaler() with torch.autocast)",
+    "tensor_fusion_threshold": f"has no effect: {_HOROVOD_ONLY}",
+    "tensor_fusion_cycle_time": f"has no effect: {_HOROVOD_ONLY}",
+    "auto_tune_tensor_fusion": f"has no effect: {_HOROVOD_ONLY}",
+    "grad_updates_size_file": f"has no effect: {_HOROVOD_ONLY} (its tensor fusion autotuner's log)",
+}
+
 PROFILING_SPEC: dict[str, Field] = {
     "enabled": Field(boolean(), default=False),
     "begin_on_batch": Field(integer(minimum=0), default=0),
@@ -169,18 +188,46 @@ _LOG_POLICY = {
 
 
 def _log_policy(value: Any, path: str, problems: Problems) -> Any:
+    """One policy, in Determined 0.38's form: `name`, `pattern` (a regular expression; null disables a policy of
+    the same name from the defaults) and `action` (a string, or none: the policy only labels the trial). The 0.37
+    form, `{pattern, action: {type: ...}}` with no name, is accepted and its action normalised to the string."""
     policy = check_section(value, path, _LOG_POLICY, problems)
     signal = policy.pop("signal", None)
     if policy["name"] is None:
         policy["name"] = signal
-    if isinstance(value, Mapping) and policy["name"] is None and policy["pattern"] is None:
-        problems.add(path, "a log policy needs a name or a pattern")
+    if not isinstance(value, Mapping):
+        return policy
+    if policy["name"] is None and (policy["pattern"] is None or policy["action"] is None):
+        problems.add(path, "a log policy needs a name, or (the 0.37 form) both a pattern and an action")
+    pattern = policy["pattern"]
+    if isinstance(pattern, str):
+        try:
+            compile_pattern(pattern)
+        except PatternError as err:
+            which = repr(policy["name"]) if policy["name"] else f"with action {policy['action']}"
+            problems.add(f"{path}.pattern", f"log policy {which}: {pattern!r} is not a valid regular expression "
+                                            f"({err})")
     return policy
+
+
+def check_policy_list(value: Any, path: str, problems: Problems) -> Any:
+    """A list of log policies as given (the master's `task_container_defaults.log_policies`): each checked, two with
+    one name refused."""
+    policies = list_of(_log_policy)(value, path, problems)
+    if isinstance(policies, list):
+        seen: set[str] = set()
+        for policy in policies:
+            name = policy.get("name") if isinstance(policy, dict) else None
+            if isinstance(name, str) and name in seen:
+                problems.add(path, f"two log policies are named {name!r}; a name may be used once")
+            if isinstance(name, str):
+                seen.add(name)
+    return policies
 
 
 def check_log_policies(value: Any, path: str, problems: Problems) -> list[Any]:
     """User policies, merged by name over the built-in ones (the user's entry wins)."""
-    policies = list_of(_log_policy)(value, path, problems)
+    policies = check_policy_list(value, path, problems)
     if not isinstance(policies, list):
         return default_log_policies()
     named = {p.get("name") for p in policies if isinstance(p, dict)}

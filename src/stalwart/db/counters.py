@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 NEVER_REUSED = ("experiments", "trials", "commands", "users", "user_sessions", "workspaces", "projects",
                 "user_groups", "role_assignments", "metrics", "task_logs", "audit_log", "models", "model_versions",
-                "webhooks", "webhook_triggers", "config_templates")
+                "webhooks", "webhook_triggers", "config_templates", "log_policy_matches")
 """Every table whose integer `id` the database assigns. (Allocations, jobs and checkpoints have random uuids:
 they cannot come back.)"""
 

@@ -6,6 +6,13 @@ import sqlalchemy as sa
 
 # re-exported: migrations and tests name them through this module
 from stalwart.db.columns import INT32_MAX as INT32_MAX, Id32 as Id32, JSONType as JSONType, metadata as metadata
+from stalwart.db.registry_tables import (  # webhooks and the model registry: defined there, named here too
+    model_versions as model_versions,
+    models as models,
+    webhook_deliveries as webhook_deliveries,
+    webhook_triggers as webhook_triggers,
+    webhooks as webhooks,
+)
 
 cluster_info = sa.Table(
     "cluster_info",
@@ -33,6 +40,11 @@ experiments = sa.Table(
     sa.Column("error_message", sa.Text, nullable=True),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("ended_at", sa.Float, nullable=True),
+    sa.Column("log_retention_days", sa.Integer, nullable=True),  # its retention_policy; None: the master's (0018)
+    # reported by a script outside the cluster (core_v2's detached mode), found again by its external id (0019)
+    sa.Column("unmanaged", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
+    sa.Column("external_id", sa.String(256), nullable=True),
+    sa.Index("ix_experiments_external_id", "external_id", unique=True),
     sqlite_autoincrement=True,
 )
 
@@ -64,6 +76,7 @@ trials = sa.Table(
     sa.Column("error_message", sa.Text, nullable=True),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("ended_at", sa.Float, nullable=True),
+    sa.Column("log_policy_matched", sa.String(256), nullable=True),  # the last log policy its logs matched (0018)
     sa.UniqueConstraint("experiment_id", "request_id", name="uq_trials_request"),
     sqlite_autoincrement=True,
 )
@@ -145,6 +158,9 @@ allocations = sa.Table(
     sa.Column("join_token_hash", sa.String(64), nullable=True, unique=True, index=True),
     sa.Column("engine_started_at", sa.Float, nullable=True),
     sa.Column("service_port", sa.Integer, nullable=True),  # where a task's server listens on its agent (0016)
+    # a detached script's run: no agent places or launches it; its last heartbeat (0019)
+    sa.Column("unmanaged", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
+    sa.Column("heartbeat_at", sa.Float, nullable=True),
 )
 
 # Every experiment and command is a job in the queue; the scheduler orders by (priority,
@@ -175,8 +191,8 @@ commands = sa.Table(
     sa.Column("archive", sa.LargeBinary, nullable=True),
     sa.Column("state", sa.String(32), nullable=False, index=True),
     sa.Column("exit_code", sa.Integer, nullable=True), sa.Column("created_at", sa.Float, nullable=False),
-    sa.Column("ended_at", sa.Float, nullable=True),
-    # command, notebook, tensorboard or shell (migration 0016; every earlier task is a command)
+    sa.Column("ended_at", sa.Float, nullable=True), sa.Column("end_reason", sa.String(256), nullable=True),
+    # kind: command, notebook, tensorboard or shell (0016; earlier tasks are commands); end_reason: in words (0017)
     sa.Column("kind", sa.String(16), nullable=False, default="command", server_default="command"),
     sqlite_autoincrement=True,
 )
@@ -241,6 +257,22 @@ task_logs = sa.Table(
     sa.Column("log", sa.Text, nullable=False),
     sa.Index("ix_task_logs_trial", "trial_id", "id"),
     sa.Index("ix_task_logs_allocation", "allocation_id", "id"),
+    sqlite_autoincrement=True,
+)
+
+log_policy_matches = sa.Table(  # a trial run's lines that matched a log policy, once per run and policy (0018)
+    "log_policy_matches",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("trial_id", Id32, nullable=False, index=True),
+    sa.Column("allocation_id", sa.String(64), nullable=False),
+    sa.Column("agent_id", sa.String(128), nullable=True),  # where the line was written: exclude_node's node
+    sa.Column("policy_name", sa.String(256), nullable=True),  # a 0.37 policy may have none
+    sa.Column("pattern", sa.Text, nullable=False),
+    sa.Column("action", sa.String(32), nullable=True),  # cancel_retries, exclude_node, or None (a label only)
+    sa.Column("log", sa.Text, nullable=False),  # the first line that matched
+    sa.Column("matched_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("allocation_id", "pattern", "policy_name", name="uq_log_policy_matches_run"),
     sqlite_autoincrement=True,
 )
 
@@ -367,84 +399,4 @@ pool_bindings = sa.Table(
     metadata,
     sa.Column("pool", sa.String(128), primary_key=True),
     sa.Column("workspace_id", Id32, sa.ForeignKey("workspaces.id"), primary_key=True),
-)
-
-# -- webhooks (docs/webhooks.md, master/webhooks/) ---------------------------------------------------
-webhooks = sa.Table(
-    "webhooks",
-    metadata,
-    sa.Column("id", Id32, primary_key=True, autoincrement=True),
-    sa.Column("name", sa.String(256), nullable=False),
-    sa.Column("url", sa.String(2048), nullable=False),
-    sa.Column("webhook_type", sa.String(16), nullable=False),  # DEFAULT | SLACK
-    # NULL: the whole cluster's; a workspace's go when it is deleted (master/workspaces/spaces.py)
-    sa.Column("workspace_id", Id32, sa.ForeignKey("workspaces.id"), nullable=True, index=True),
-    sa.Column("owner", sa.String(128), nullable=False),
-    sa.Column("created_at", sa.Float, nullable=False),
-    sqlite_autoincrement=True,
-)
-
-webhook_triggers = sa.Table(
-    "webhook_triggers",
-    metadata,
-    sa.Column("id", Id32, primary_key=True, autoincrement=True),
-    sa.Column("webhook_id", Id32, sa.ForeignKey("webhooks.id"), nullable=False, index=True),
-    sa.Column("trigger_type", sa.String(32), nullable=False),  # EXPERIMENT_STATE_CHANGE | CUSTOM
-    sa.Column("condition", JSONType, nullable=False),  # {"state": "COMPLETED"}; {} for CUSTOM
-    sqlite_autoincrement=True,
-)
-
-webhook_deliveries = sa.Table(
-    "webhook_deliveries",
-    metadata,
-    sa.Column("id", sa.String(36), primary_key=True),  # a uuid: the X-Stalwart-Delivery-Id of every attempt
-    sa.Column("webhook_id", Id32, sa.ForeignKey("webhooks.id"), nullable=False, index=True),
-    sa.Column("event", JSONType, nullable=False),  # the event (Determined's EventPayload), rendered per type at send
-    sa.Column("state", sa.String(16), nullable=False),  # PENDING | DELIVERED | FAILED
-    sa.Column("attempts", sa.Integer, nullable=False),
-    sa.Column("next_attempt_at", sa.Float, nullable=False),
-    sa.Column("last_error", sa.Text, nullable=True),
-    sa.Column("created_at", sa.Float, nullable=False),
-    sa.Column("ended_at", sa.Float, nullable=True),
-    sa.Index("ix_webhook_deliveries_due", "state", "next_attempt_at"),
-)
-
-# -- the model registry (docs/model-registry.md) ------------------------------------------------------
-models = sa.Table(
-    "models",
-    metadata,
-    sa.Column("id", Id32, primary_key=True, autoincrement=True),
-    # unique on the cluster case-insensitively, as in Determined (the index below; master/registry answers the 409)
-    sa.Column("name", sa.String(256), nullable=False, unique=True),
-    sa.Column("description", sa.Text, nullable=False),
-    sa.Column("labels", JSONType, nullable=False),
-    sa.Column("metadata", JSONType, nullable=False),
-    sa.Column("notes", sa.Text, nullable=False),
-    sa.Column("workspace_id", Id32, sa.ForeignKey("workspaces.id"), nullable=False, index=True),
-    sa.Column("owner", sa.String(128), nullable=False),
-    sa.Column("archived", sa.Boolean, nullable=False, default=False),
-    sa.Column("created_at", sa.Float, nullable=False),
-    sa.Column("updated_at", sa.Float, nullable=False),
-    sqlite_autoincrement=True,
-)
-sa.Index("uq_models_name_folded", sa.func.lower(models.c.name), unique=True)
-
-model_versions = sa.Table(
-    "model_versions",
-    metadata,
-    sa.Column("id", Id32, primary_key=True, autoincrement=True),
-    sa.Column("model_id", Id32, sa.ForeignKey("models.id"), nullable=False),
-    sa.Column("version", sa.Integer, nullable=False),  # 1, 2, ... per model
-    # a registered checkpoint is never garbage-collected nor deleted (master/experiments/checkpoint_holders.py)
-    sa.Column("checkpoint_uuid", sa.String(64), sa.ForeignKey("checkpoints.uuid"), nullable=False, index=True),
-    sa.Column("name", sa.String(256), nullable=False),
-    sa.Column("comment", sa.Text, nullable=False),
-    sa.Column("labels", JSONType, nullable=False),
-    sa.Column("metadata", JSONType, nullable=False),
-    sa.Column("notes", sa.Text, nullable=False),
-    sa.Column("owner", sa.String(128), nullable=False),
-    sa.Column("created_at", sa.Float, nullable=False),
-    sa.Column("updated_at", sa.Float, nullable=False),
-    sa.UniqueConstraint("model_id", "version", name="uq_model_versions_version"),
-    sqlite_autoincrement=True,
 )

@@ -12,5 +12,8 @@ from stalwart.experimental.metrics import TrialMetrics, metric_rows, metrics_fra
 from stalwart.experimental.model import Model, ModelOrderBy, ModelSortBy, ModelVersion
 from stalwart.experimental.trial import Trial, TrialSortBy
 
+TrialOrderBy = OrderBy
+
 __all__ = ["Checkpoint", "CheckpointSortBy", "CheckpointState", "Experiment", "Model", "ModelOrderBy", "ModelSortBy",
-           "ModelVersion", "OrderBy", "Trial", "TrialMetrics", "TrialSortBy", "client", "metric_rows", "metrics_frame"]
+           "ModelVersion", "OrderBy", "Trial", "TrialMetrics", "TrialOrderBy", "TrialSortBy", "client", "metric_rows",
+           "metrics_frame"]

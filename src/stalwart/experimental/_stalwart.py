@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import os
+import tempfile
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -13,13 +15,12 @@ from stalwart.api.states import ExperimentState
 from stalwart.context import pack_context
 from stalwart.experimental import _master
 from stalwart.experimental._config import ConfigSource, config_text, placed
+from stalwart.experimental._experiment_list import ExperimentQuery, ExperimentSortBy, list_experiment_models
 from stalwart.experimental.checkpoint import Checkpoint, OrderBy
 from stalwart.experimental.experiment import Experiment
-from stalwart.experimental.metrics import TrialMetrics, iter_trial_metrics
+from stalwart.experimental.metrics import TrialMetrics, iter_legacy_metrics, iter_trial_metrics
 from stalwart.experimental.model import Model, ModelSortBy, sort_models
 from stalwart.experimental.trial import Trial
-
-LIST_PAGE = 200
 
 PathLike = str | os.PathLike[str]
 
@@ -35,21 +36,27 @@ class Stalwart:
     def close(self) -> None:
         self._client.close()
 
-    def create_experiment(self, config: ConfigSource, model_dir: PathLike, includes: Iterable[PathLike] | None = None,
+    def create_experiment(self, config: ConfigSource, model_dir: PathLike | None = None,
+                          includes: Iterable[PathLike] | None = None, project_id: int | None = None,
                           template: str | None = None, *, activate: bool = True, workspace: str | None = None,
                           project: str | None = None) -> Experiment:
         """Create and start an experiment from `config` (a dict, a path to a YAML file, or YAML text) with the code
-        in `model_dir` (and the `includes` directories); with `activate=False` it waits, PAUSED, for `activate()`.
-        `workspace` and `project` (both or neither) place it, as the config's keys of those names do.
-        Templates are not supported yet: `template` is refused."""
-        if template is not None:
-            raise InvalidRequest(f"template {template!r}: config templates are not supported by Stalwart yet; "
-                                 f"merge the template's keys into the config instead")
+        in `model_dir` (none when None) and the `includes` directories; with `activate=False` it waits, PAUSED,
+        for `activate()`. `project_id`, or `workspace` and `project` (names, both or neither), place it, as the
+        config's keys of those names do. `template` names a configuration template the master merges under the
+        config (the merged config is stored; `stalwart template list` shows them)."""
+        if project_id is not None:
+            if workspace is not None or project is not None:
+                raise InvalidRequest("give project_id, or workspace and project, not both")
+            found = self._client.get_project(_id("project_id", project_id))
+            workspace, project = found.workspaceName, found.name
         if includes is not None and isinstance(includes, (str, os.PathLike)):
             includes = [includes]
         text = placed(config_text(config), workspace, project)
-        packed = pack_context(model_dir, list(includes or []))
-        reply = self._client.create_experiment(text, base64.b64encode(packed.data).decode(), activate=activate)
+        with tempfile.TemporaryDirectory(prefix="stalwart-no-code-") as empty:
+            packed = pack_context(model_dir if model_dir is not None else empty, list(includes or []))
+        reply = self._client.create_experiment(text, base64.b64encode(packed.data).decode(), activate=activate,
+                                               template=template)
         if reply.experiment is None:
             raise StalwartError("the master created no experiment (it answered as to a validate-only request)")
         return self.get_experiment(reply.experiment.id)
@@ -66,25 +73,18 @@ class Stalwart:
             raise InvalidRequest(f"uuid: expected a checkpoint uuid, got {uuid!r}")
         return Checkpoint._from_model(self._client, self._client.get_checkpoint(uuid.strip()).checkpoint)
 
-    def list_experiments(self, *, states: Sequence[ExperimentState | str] | None = None,
-                         labels: Sequence[str] | None = None, name: str | None = None, owner: str | None = None,
-                         include_archived: bool = False, sort_by: ListSort = "id", order_by: ListOrder = "desc",
+    def list_experiments(self, sort_by: ExperimentSortBy | ListSort | None = None,
+                         order_by: OrderBy | ListOrder | None = None, experiment_ids: Sequence[int] | None = None,
+                         labels: Sequence[str] | None = None, users: Sequence[str] | None = None,
+                         states: Sequence[ExperimentState | str] | None = None, name: str | None = None,
+                         project_id: int | None = None, *, owner: str | None = None, include_archived: bool = False,
                          limit: int | None = None) -> list[Experiment]:
-        """Experiments filtered and sorted by the master: `states` (any of), `labels` (all of), `name` (a
-        substring), `owner`; archived ones only with `include_archived`. `limit`: at most that many."""
-        if limit is not None and limit < 0:
-            raise InvalidRequest(f"limit: expected an integer >= 0, got {limit}")
-        wanted_states = [s.value if isinstance(s, ExperimentState) else str(s) for s in states] if states else None
-        found: list[Experiment] = []
-        while limit is None or len(found) < limit:
-            page_size = LIST_PAGE if limit is None else min(LIST_PAGE, limit - len(found))
-            page = self._client.list_experiments(
-                limit=page_size, offset=len(found), states=wanted_states, labels=list(labels) if labels else None,
-                name=name, include_archived=include_archived, owner=owner, sort_by=sort_by, order_by=order_by)
-            found.extend(Experiment._from_model(self._client, e) for e in page.experiments)
-            if len(page.experiments) < page_size or len(found) >= page.total:
-                break
-        return found
+        """Experiments filtered and sorted (by default newest first): `experiment_ids`, `labels` (all of),
+        `users` or `owner` (usernames), `states` (any of), `name` (a substring), `project_id`; archived ones only
+        with `include_archived`. `limit`: at most that many."""
+        query = ExperimentQuery(sort_by, order_by, experiment_ids, labels, users, states, name, project_id, owner,
+                                include_archived, limit)
+        return [Experiment._from_model(self._client, e) for e in list_experiment_models(self._client, query)]
 
     def create_model(self, name: str, description: str = "", metadata: dict[str, Any] | None = None,
                      labels: Sequence[str] | None = None, workspace_name: str | None = None) -> Model:
@@ -103,17 +103,36 @@ class Stalwart:
     def get_model_by_id(self, model_id: int) -> Model:
         return self.get_model(_id("model_id", model_id))
 
-    def get_models(self, sort_by: ModelSortBy = ModelSortBy.NAME, order_by: OrderBy = OrderBy.ASC, name: str = "",
-                   description: str = "", model_id: int | None = None, workspace_names: Sequence[str] | None = None,
-                   workspace_ids: Sequence[int] | None = None, *, archived: bool | None = None) -> list[Model]:
+    def get_models(self, sort_by: ModelSortBy = ModelSortBy.NAME, order_by: OrderBy = OrderBy.ASC,
+                   name: str | None = None, description: str | None = None, model_id: int | None = None,
+                   workspace_names: Sequence[str] | None = None, workspace_ids: Sequence[int] | None = None, *,
+                   archived: bool | None = None) -> list[Model]:
         """The models the caller may view: those whose name and description hold `name` and `description`, of the
         workspaces named (any of them), archived or not (`archived`: only those); sorted by `sort_by`."""
         found = [Model(self._client, m) for m in self._client.list_models(archived=archived)]
-        kept = [m for m in found if name.lower() in m.name.lower() and description.lower() in m.description.lower()
+        name, description = (name or "").lower(), (description or "").lower()
+        kept = [m for m in found if name in m.name.lower() and description in m.description.lower()
                 and (model_id is None or m.model_id == model_id)
                 and (workspace_names is None or m.workspace_name in workspace_names)
                 and (workspace_ids is None or m.workspace_id in workspace_ids)]
         return sort_models(kept, sort_by, order_by)
+
+    list_models = get_models
+    """Determined's newer name of `get_models`."""
+
+    def get_model_labels(self) -> list[str]:
+        """Every label of the models the caller may view, the most used first."""
+        counts = Counter(label for m in self._client.list_models() for label in m.labels)
+        return [label for label, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
+
+    def get_session_username(self) -> str:
+        """The name of the user this SDK object acts as."""
+        return self._client.me().username
+
+    def logout(self) -> None:
+        """End this SDK object's session on the master: its token stops working (so does the CLI's login for that
+        master when the CLI kept this same session)."""
+        self._client.logout()
 
     def iter_trials_metrics(self, trial_ids: Iterable[int], group: str) -> Iterator[TrialMetrics]:
         """The reports of one group of each of these trials, trial by trial, by steps."""
@@ -121,6 +140,17 @@ class Stalwart:
             raise InvalidRequest(f"group: expected a metric group name such as 'validation', got {group!r}")
         for trial_id in trial_ids:
             yield from iter_trial_metrics(self._client, _id("trial_id", trial_id), group)
+
+    stream_trials_metrics = iter_trials_metrics
+    """Determined's deprecated name of `iter_trials_metrics`."""
+
+    def stream_trials_training_metrics(self, trial_ids: Iterable[int]) -> Iterator[TrialMetrics]:
+        """Determined's deprecated `iter_trials_metrics(trial_ids, "training")`, as `TrainingMetrics`."""
+        return iter_legacy_metrics(self._client, [_id("trial_id", t) for t in trial_ids], "training")
+
+    def stream_trials_validation_metrics(self, trial_ids: Iterable[int]) -> Iterator[TrialMetrics]:
+        """Determined's deprecated `iter_trials_metrics(trial_ids, "validation")`, as `ValidationMetrics`."""
+        return iter_legacy_metrics(self._client, [_id("trial_id", t) for t in trial_ids], "validation")
 
 
 def _id(what: str, value: int) -> int:

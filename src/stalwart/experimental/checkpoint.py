@@ -41,6 +41,15 @@ class CheckpointSortBy(enum.Enum):
     SEARCHER_METRIC = "SEARCHER_METRIC"
 
 
+class DownloadMode(enum.Enum):
+    """How Determined fetches a checkpoint's files; Stalwart's SDK fetches them through the master in every mode
+    (the files are the same)."""
+
+    AUTO = "AUTO"
+    DIRECT = "DIRECT"
+    MASTER = "MASTER"
+
+
 class OrderBy(enum.Enum):
     ASC = "ASC"
     DESC = "DESC"
@@ -87,9 +96,12 @@ class Checkpoint:
     def reload(self) -> None:
         self._hydrate(self._client.get_checkpoint(self.uuid).checkpoint)
 
-    def download(self, path: str | os.PathLike[str] | None = None) -> str:
-        """Fetch the checkpoint's files through the master into `path` (default `checkpoints/<uuid>`) and
-        return that directory. Only COMPLETED or PARTIALLY_DELETED checkpoints have files to download."""
+    def download(self, path: str | os.PathLike[str] | None = None, mode: DownloadMode = DownloadMode.AUTO) -> str:
+        """Fetch the checkpoint's files through the master (whatever the `mode`) into `path` (default
+        `checkpoints/<uuid>`) and return that directory. Only COMPLETED or PARTIALLY_DELETED checkpoints have files
+        to download."""
+        if not isinstance(mode, DownloadMode):
+            raise InvalidRequest(f"mode: expected a DownloadMode (AUTO, DIRECT or MASTER), got {mode!r}")
         if self.state is None:
             self.reload()
         if self.state not in DOWNLOADABLE:
@@ -105,6 +117,10 @@ class Checkpoint:
         if not metadata_file.exists():
             metadata_file.write_text(json.dumps(self.metadata or {}, indent=2))
         return str(target)
+
+    def write_metadata_file(self, path: str | os.PathLike[str]) -> None:
+        """Write the checkpoint's metadata (as last fetched) into the JSON file `path`."""
+        pathlib.Path(path).write_text(json.dumps(self.metadata or {}, indent=2))
 
     def delete(self) -> None:
         """Remove the checkpoint's files from storage; the master then marks it DELETED."""

@@ -21,15 +21,20 @@ from typing import Any
 from stalwart.api.models.experiments import OrderBy as ListOrder, SortBy as ListSort
 from stalwart.api.states import ExperimentState, TrialState
 from stalwart.experimental._config import ConfigSource
+from stalwart.experimental._experiment_list import ExperimentSortBy
+from stalwart.experimental._logs import LogLevel
 from stalwart.experimental._stalwart import Stalwart
-from stalwart.experimental.checkpoint import Checkpoint, CheckpointSortBy, CheckpointState, OrderBy
+from stalwart.experimental.checkpoint import Checkpoint, CheckpointSortBy, CheckpointState, DownloadMode, OrderBy
 from stalwart.experimental.experiment import Experiment
-from stalwart.experimental.metrics import TrialMetrics, metric_rows, metrics_frame
+from stalwart.experimental.metrics import TrainingMetrics, TrialMetrics, ValidationMetrics, metric_rows, metrics_frame
 from stalwart.experimental.model import Model, ModelOrderBy, ModelSortBy, ModelVersion
 from stalwart.experimental.trial import Trial, TrialSortBy
 
 Determined = Stalwart
 """Determined's name for the SDK object."""
+
+CheckpointOrderBy = TrialOrderBy = ExperimentOrderBy = OrderBy
+"""Determined's names for the order of its lists: all one `OrderBy` (ASC / ASCENDING, DESC / DESCENDING)."""
 
 _default: Stalwart | None = None
 
@@ -56,14 +61,14 @@ def _session() -> Stalwart:
     return _default
 
 
-def create_experiment(config: ConfigSource, model_dir: str | os.PathLike[str],
-                      includes: Iterable[str | os.PathLike[str]] | None = None,
+def create_experiment(config: ConfigSource, model_dir: str | os.PathLike[str] | None = None,
+                      includes: Iterable[str | os.PathLike[str]] | None = None, project_id: int | None = None,
                       template: str | None = None, *, activate: bool = True, workspace: str | None = None,
                       project: str | None = None) -> Experiment:
     """Create and start an experiment: `config` as a dict, a path to a YAML file or YAML text; the code in
-    `model_dir` (plus `includes`); `activate=False` leaves it PAUSED; `workspace` and `project` (names, both or
-    neither) place it. `template` is refused until Stalwart has config templates."""
-    return _session().create_experiment(config, model_dir, includes, template, activate=activate,
+    `model_dir` (plus `includes`); `activate=False` leaves it PAUSED; `project_id`, or `workspace` and `project`
+    (names, both or neither), place it; `template` names a configuration template merged under the config."""
+    return _session().create_experiment(config, model_dir, includes, project_id, template, activate=activate,
                                         workspace=workspace, project=project)
 
 
@@ -79,14 +84,14 @@ def get_checkpoint(uuid: str) -> Checkpoint:
     return _session().get_checkpoint(uuid)
 
 
-def list_experiments(*, states: Sequence[ExperimentState | str] | None = None, labels: Sequence[str] | None = None,
-                     name: str | None = None, owner: str | None = None, include_archived: bool = False,
-                     sort_by: ListSort = "id", order_by: ListOrder = "desc",
-                     limit: int | None = None) -> list[Experiment]:
-    """Experiments filtered and sorted by the master (see `Stalwart.list_experiments`)."""
-    return _session().list_experiments(states=states, labels=labels, name=name, owner=owner,
-                                       include_archived=include_archived, sort_by=sort_by, order_by=order_by,
-                                       limit=limit)
+def list_experiments(sort_by: ExperimentSortBy | ListSort | None = None, order_by: OrderBy | ListOrder | None = None,
+                     experiment_ids: Sequence[int] | None = None, labels: Sequence[str] | None = None,
+                     users: Sequence[str] | None = None, states: Sequence[ExperimentState | str] | None = None,
+                     name: str | None = None, project_id: int | None = None, *, owner: str | None = None,
+                     include_archived: bool = False, limit: int | None = None) -> list[Experiment]:
+    """Experiments filtered and sorted (see `Stalwart.list_experiments`)."""
+    return _session().list_experiments(sort_by, order_by, experiment_ids, labels, users, states, name, project_id,
+                                       owner=owner, include_archived=include_archived, limit=limit)
 
 
 def create_model(name: str, description: str = "", metadata: dict[str, Any] | None = None,
@@ -104,11 +109,38 @@ def get_model_by_id(model_id: int) -> Model:
     return _session().get_model_by_id(model_id)
 
 
-def get_models(sort_by: ModelSortBy = ModelSortBy.NAME, order_by: OrderBy = OrderBy.ASC, name: str = "",
-               description: str = "", model_id: int | None = None, workspace_names: Sequence[str] | None = None,
+def get_models(sort_by: ModelSortBy = ModelSortBy.NAME, order_by: OrderBy = OrderBy.ASC, name: str | None = "",
+               description: str | None = "", model_id: int | None = None, workspace_names: Sequence[str] | None = None,
                workspace_ids: Sequence[int] | None = None) -> list[Model]:
     """The models the caller may view, filtered and sorted (see `Stalwart.get_models`)."""
     return _session().get_models(sort_by, order_by, name, description, model_id, workspace_names, workspace_ids)
+
+
+def list_models(sort_by: ModelSortBy = ModelSortBy.NAME, order_by: OrderBy = OrderBy.ASC, name: str | None = None,
+                description: str | None = None, model_id: int | None = None,
+                workspace_names: Sequence[str] | None = None,
+                workspace_ids: Sequence[int] | None = None) -> list[Model]:
+    """The models the caller may view, filtered and sorted (Determined's newer name of `get_models`)."""
+    return _session().get_models(sort_by, order_by, name, description, model_id, workspace_names, workspace_ids)
+
+
+def get_model_labels() -> list[str]:
+    """Every label of the models the caller may view, the most used first."""
+    return _session().get_model_labels()
+
+
+def get_session_username() -> str:
+    """The name of the user the functions of this module act as."""
+    return _session().get_session_username()
+
+
+def logout() -> None:
+    """End the session of the functions of this module; the next call logs in again (see `login`)."""
+    global _default
+    if _default is not None:
+        _default.logout()
+        _default.close()
+        _default = None
 
 
 def iter_trials_metrics(trial_ids: Iterable[int], group: str) -> Iterator[TrialMetrics]:
@@ -116,10 +148,27 @@ def iter_trials_metrics(trial_ids: Iterable[int], group: str) -> Iterator[TrialM
     return _session().iter_trials_metrics(trial_ids, group)
 
 
+def stream_trials_metrics(trial_ids: Iterable[int], group: str) -> Iterator[TrialMetrics]:
+    """Determined's deprecated name of `iter_trials_metrics`."""
+    return _session().iter_trials_metrics(trial_ids, group)
+
+
+def stream_trials_training_metrics(trial_ids: Iterable[int]) -> Iterator[TrialMetrics]:
+    """Determined's deprecated `iter_trials_metrics(trial_ids, "training")`, as `TrainingMetrics`."""
+    return _session().stream_trials_training_metrics(trial_ids)
+
+
+def stream_trials_validation_metrics(trial_ids: Iterable[int]) -> Iterator[TrialMetrics]:
+    """Determined's deprecated `iter_trials_metrics(trial_ids, "validation")`, as `ValidationMetrics`."""
+    return _session().stream_trials_validation_metrics(trial_ids)
+
+
 __all__ = [
-    "Checkpoint", "CheckpointSortBy", "CheckpointState", "Determined", "Experiment", "ExperimentState", "Model",
-    "ModelOrderBy", "ModelSortBy", "ModelVersion", "OrderBy", "Stalwart", "Trial", "TrialMetrics", "TrialSortBy",
-    "TrialState", "create_experiment", "create_model", "get_checkpoint", "get_experiment", "get_model",
-    "get_model_by_id", "get_models", "get_trial", "iter_trials_metrics", "list_experiments", "login", "metric_rows",
-    "metrics_frame",
+    "Checkpoint", "CheckpointOrderBy", "CheckpointSortBy", "CheckpointState", "Determined", "DownloadMode",
+    "Experiment", "ExperimentOrderBy", "ExperimentSortBy", "ExperimentState", "LogLevel", "Model", "ModelOrderBy",
+    "ModelSortBy", "ModelVersion", "OrderBy", "Stalwart", "TrainingMetrics", "Trial", "TrialMetrics", "TrialOrderBy",
+    "TrialSortBy", "TrialState", "ValidationMetrics", "create_experiment", "create_model", "get_checkpoint",
+    "get_experiment", "get_model", "get_model_by_id", "get_model_labels", "get_models", "get_session_username",
+    "get_trial", "iter_trials_metrics", "list_experiments", "list_models", "login", "logout", "metric_rows",
+    "metrics_frame", "stream_trials_metrics", "stream_trials_training_metrics", "stream_trials_validation_metrics",
 ]

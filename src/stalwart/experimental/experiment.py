@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import os
+import pathlib
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -43,6 +46,7 @@ class Experiment:
         self.config: dict[str, Any] | None = None
         self.workspace: str | None = None
         self.project: str | None = None
+        self.project_id: int | None = None
 
     @property
     def id(self) -> int:
@@ -68,6 +72,7 @@ class Experiment:
         self.smaller_is_better = model.smaller_is_better
         self.workspace = _text(getattr(model, "workspace", None))
         self.project = _text(getattr(model, "project", None))
+        self.project_id = model.project_id
 
     def reload(self) -> None:
         detail = self._client.get_experiment(self._id)
@@ -103,6 +108,23 @@ class Experiment:
         """Delete the experiment: its checkpoints' files from storage, then its records. Refused (InvalidStateError)
         until the experiment has ended."""
         self._client.delete_experiment(self._id)
+
+    def download_code(self, output_dir: str | os.PathLike[str] | None = None) -> str:
+        """Save the experiment's code (the context archive it was created with) as `exp-<id>_model_def.tar.gz` in
+        `output_dir` (made if missing; default: the current directory), and return that file's path."""
+        archive = base64.b64decode(self._client.experiment_model_def(self._id).b64Tgz)
+        folder = pathlib.Path(output_dir).expanduser() if output_dir is not None else pathlib.Path()
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"exp-{self._id}_model_def.tar.gz"
+        target.write_bytes(archive)
+        return str(target)
+
+    @property
+    def workspace_id(self) -> int | None:
+        """The id of the experiment's workspace (asked of the master, through the experiment's project)."""
+        if self.project_id is None:
+            self.reload()
+        return None if self.project_id is None else self._client.get_project(self.project_id).workspaceId
 
     def wait(self, interval: float = 5.0, timeout: float | None = None) -> ExperimentState:
         """Wait until the experiment ends (COMPLETED, CANCELED or ERROR) and return that state. A paused experiment
@@ -146,10 +168,21 @@ class Experiment:
         self.set_labels((self.labels or set()) - {label})
 
     # -- trials and checkpoints ----------------------------------------------------------------------
-    def list_trials(self, sort_by: TrialSortBy = TrialSortBy.ID, order_by: OrderBy = OrderBy.ASC) -> Iterator[Trial]:
-        """The experiment's trials, sorted (by id by default)."""
+    def list_trials(self, sort_by: TrialSortBy = TrialSortBy.ID, order_by: OrderBy = OrderBy.ASC) -> list[Trial]:
+        """The experiment's trials, sorted (by id by default); `iter_trials` gives them one by one."""
         found = [Trial._from_model(self._client, t) for t in self._client.experiment_trials(self._id).trials]
-        return iter(sort_trials(found, sort_by, order_by))
+        return sort_trials(found, sort_by, order_by)
+
+    get_trials = list_trials
+    """Determined's older name of `list_trials`."""
+
+    def iter_trials(self, sort_by: TrialSortBy = TrialSortBy.ID, order_by: OrderBy = OrderBy.ASC,
+                    limit: int | None = None) -> Iterator[Trial]:
+        """The experiment's trials one by one, sorted (by id by default); at most `limit` of them."""
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise InvalidRequest(f"limit: expected an integer >= 0 (or None for all trials), got {limit!r}")
+        trials = self.list_trials(sort_by, order_by)
+        return iter(trials if limit is None else trials[:limit])
 
     def await_first_trial(self, interval: float = 0.1, timeout: float | None = None) -> Trial:
         """Wait until the experiment has a trial, and return it. InvalidStateError if it ends without one;
@@ -181,6 +214,13 @@ class Experiment:
     def top_checkpoint(self, sort_by: str | None = None, smaller_is_better: bool | None = None) -> Checkpoint:
         """The completed checkpoint with the best validation metric: the searcher's metric, or `sort_by` (a
         validation metric name; `smaller_is_better` then says which way is better, by default as the searcher's)."""
+        best = self.top_n_checkpoints(1, sort_by, smaller_is_better)
+        if not best:
+            raise InvalidStateError(f"experiment {self._id} has no completed checkpoint with a validation metric")
+        return best[0]
+
+    def _metric_order(self, sort_by: str | None, smaller_is_better: bool | None) -> tuple[str, OrderBy | None]:
+        """The metric checkpoints are ranked by, and the order to give `list_checkpoints` with `sort_by`."""
         if self.searcher_metric is None:
             self.reload()
         order_by = None
@@ -190,14 +230,33 @@ class Experiment:
         metric = sort_by or self.searcher_metric
         if metric is None:
             raise InvalidRequest("the experiment's searcher has no metric: give sort_by (a validation metric name)")
+        return metric, order_by
+
+    def top_n_checkpoints(self, limit: int, sort_by: str | None = None,
+                          smaller_is_better: bool | None = None) -> list[Checkpoint]:
+        """The best completed checkpoint of each of the `limit` best trials, best first, by the searcher's metric or
+        `sort_by` (a validation metric name; `smaller_is_better` says which way is better, by default as the
+        searcher's). Determined deprecates it for `list_checkpoints(..., max_results=n)`."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise InvalidRequest(f"limit: expected an integer >= 0, got {limit!r}")
+        metric, order_by = self._metric_order(sort_by, smaller_is_better)
         best = [c for c in self.list_checkpoints(sort_by, order_by) if c.state is CheckpointState.COMPLETED
                 and number((c.validation_metrics or {}).get(metric)) is not None]
-        if not best:
-            raise InvalidStateError(f"experiment {self._id} has no completed checkpoint with a validation metric")
-        return best[0]
+        return _best_of_each_trial(best)[:limit]
 
     def __repr__(self) -> str:
         return f"Experiment(id={self._id})"
+
+
+def _best_of_each_trial(ranked: list[Checkpoint]) -> list[Checkpoint]:
+    """The first checkpoint of each trial in this ranking, in its order."""
+    seen: set[int | None] = set()
+    kept = []
+    for ckpt in ranked:
+        if ckpt.trial_id not in seen:
+            seen.add(ckpt.trial_id)
+            kept.append(ckpt)
+    return kept
 
 
 def _text(value: object) -> str | None:

@@ -31,6 +31,11 @@ class TrialMetrics:
     metrics: dict[str, Any]
     group: str
 
+    @property
+    def total_batches(self) -> int:
+        """Determined's older name of `steps_completed`."""
+        return self.steps_completed
+
     def row(self) -> dict[str, Any]:
         """The report as one flat row: trial_id, trial_run_id, group, steps_completed, end_time, then each metric."""
         row: dict[str, Any] = {"trial_id": self.trial_id, "trial_run_id": self.trial_run_id, "group": self.group,
@@ -38,6 +43,33 @@ class TrialMetrics:
         for name, value in self.metrics.items():
             row[name if name not in ROW_KEYS else f"metric.{name}"] = value
         return row
+
+
+class TrainingMetrics(TrialMetrics):
+    """A report of the "training" group (Determined's deprecated class; `TrialMetrics` is the same report)."""
+
+    def __init__(self, total_batches: int | None = None, **fields: Any) -> None:
+        if total_batches is not None:
+            fields["steps_completed"] = total_batches
+        super().__init__(**{**fields, "group": "training"})
+
+
+class ValidationMetrics(TrialMetrics):
+    """A report of the "validation" group (Determined's deprecated class; `TrialMetrics` is the same report)."""
+
+    def __init__(self, total_batches: int | None = None, **fields: Any) -> None:
+        if total_batches is not None:
+            fields["steps_completed"] = total_batches
+        super().__init__(**{**fields, "group": "validation"})
+
+
+def iter_legacy_metrics(client: Client, trial_ids: Iterable[int], group: str) -> Iterator[TrialMetrics]:
+    """The "training" or "validation" reports of these trials as Determined's deprecated classes of that group."""
+    kind = TrainingMetrics if group == "training" else ValidationMetrics
+    for trial_id in trial_ids:
+        for report in iter_trial_metrics(client, trial_id, group):
+            yield kind(trial_id=report.trial_id, trial_run_id=report.trial_run_id,
+                       steps_completed=report.steps_completed, end_time=report.end_time, metrics=report.metrics)
 
 
 def iter_trial_metrics(client: Client, trial_id: int, group: str | None) -> Iterator[TrialMetrics]:

@@ -154,7 +154,7 @@ class Model(_Described):
         self.num_versions = max(self.num_versions, made.version)
         return ModelVersion(self._client, made)
 
-    def get_version(self, version: int | None = None) -> ModelVersion:
+    def get_version(self, version: int | None = -1) -> ModelVersion:
         """Version number `version`; the latest one when None (or -1, Determined's default). A model without
         versions, or a number it does not have: NotFoundError."""
         if version is None or version == -1:
@@ -172,6 +172,9 @@ class Model(_Described):
         found = sorted(self._client.list_model_versions(self.model_id), key=lambda v: v.version,
                        reverse=order_by.value == "DESC")
         return [ModelVersion(self._client, v) for v in found]
+
+    list_versions = get_versions
+    """Determined's newer name of `get_versions`."""
 
     def _edit(self, **fields: Any) -> None:
         self._hydrate(self._client.edit_model(self.model_id, **fields))

@@ -1,16 +1,19 @@
-"""The launcher's watchdog: the trial's whole process group dies the moment its agent dies.
+"""The launcher's watchdog: every process of the trial dies the moment its agent dies.
 
 The agent passes the read end of a pipe whose only write end it holds (`STALWART_FENCE_FD`). Before
-the launcher becomes the entrypoint it forks a child that waits for end-of-file on that pipe (the
-kernel closes the agent's end when the agent exits, even under `kill -9`) and then kills its own
-process group: the launcher's, which every process of the trial belongs to. So no trial keeps
-training beside the copy a restarted agent or another agent starts. See `agent/fencing.py`.
+the launcher starts the entrypoint it forks a child that waits for end-of-file on that pipe (the
+kernel closes the agent's end when the agent exits, even under `kill -9`) and then kills the launcher's
+whole tree (the launcher is a child subreaper: what left the process group with `setsid` is still below it,
+see process_tree.py) and its own process group. So no trial keeps training beside the copy a restarted
+agent or another agent starts. See `agent/fencing.py`.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+
+from stalwart.process_tree import kill_tree
 
 FENCE_FD_ENV = "STALWART_FENCE_FD"
 
@@ -25,6 +28,7 @@ def watch_agent() -> None:
         os.fstat(fence_fd)
     except (ValueError, OSError):
         return
+    launcher = os.getpid()
     if os.fork() != 0:
         os.close(fence_fd)  # the entrypoint holds no copy
         return
@@ -40,6 +44,8 @@ def watch_agent() -> None:
                     break
             except InterruptedError:
                 continue
+        if os.getppid() == launcher:  # still below it: its tree is the trial's
+            kill_tree(launcher, spare=(os.getpid(),))
         os.killpg(0, signal.SIGKILL)
     finally:
         os._exit(0)

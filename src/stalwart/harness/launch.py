@@ -1,19 +1,30 @@
 """The first program of every trial process: source startup-hook.sh, then run the entrypoint as Determined does.
 
-Run by the agent as `python -m stalwart.harness.launch` in the trial's working directory.
+Run by the agent as `python -m stalwart.harness.launch` in the trial's working directory. It stays as the run's
+supervisor: a child subreaper (process_tree.py) with the entrypoint as its child, passing signals on. Whatever the
+entrypoint started and left behind, in the process group or out of it (`setsid`), is killed when the entrypoint
+ends, and the run ends with the entrypoint's status (a death by signal as that same signal).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import re
+import signal
 import sys
+from types import FrameType
 
 from stalwart.harness.compat import COMPAT_PATH
 from stalwart.harness.fence import watch_agent
 from stalwart.harness.info import get_cluster_info
+from stalwart.process_tree import become_subreaper, kill_tree, reap_children
 
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+"""The signals the supervisor passes on to the entrypoint (SIGKILL and SIGSTOP cannot be caught)."""
+LEFTOVER_REAP_S = 10.0
+"""How long the supervisor waits for the processes it killed after the entrypoint ended."""
 TRIAL_CLASS = re.compile(r"^[\w.]+:[\w.]+$")
 
 # The config's `entrypoint`: a shell command, or argv (a list, each item made a string).
@@ -65,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         entrypoint: Entrypoint | None = _local_entrypoint(argv[1])
     else:
         info = get_cluster_info()
-        if info is None or (info.trial is None and info.task_type != "COMMAND"):
+        if info is None or (info.trial is None and info.task_type == "TRIAL"):
             print("stalwart.harness.launch runs inside a trial started by a Stalwart agent, "
                   "or with --local CONFIG", file=sys.stderr)
             return 2
@@ -81,13 +92,44 @@ def main(argv: list[str] | None = None) -> int:
     argv = command_for(entrypoint, pathlib.Path("startup-hook.sh").is_file())
     sys.stdout.flush()
     sys.stderr.flush()
-    # Become the entrypoint: signals reach it directly and its exit code is the trial's.
-    try:
-        os.execvp(argv[0], argv)
-    except OSError as err:
-        print(f"cannot run entrypoint {entrypoint!r}: {err}", file=sys.stderr)
-        return 127
-    return 0  # not reached
+    return supervise(argv, f"cannot run entrypoint {entrypoint!r}")
+
+
+def _start(argv: list[str], failure: str) -> int:
+    child = os.fork()
+    if child == 0:
+        try:
+            os.execvp(argv[0], argv)
+        except OSError as err:
+            print(f"{failure}: {err}", file=sys.stderr, flush=True)
+        os._exit(127)
+    return child
+
+
+def supervise(argv: list[str], failure: str) -> int:
+    """Run `argv` as this process's child and end as it ends, leaving none of its descendants behind; `failure`
+    begins the message when it cannot be run (status 127)."""
+    become_subreaper()
+    child = _start(argv, failure)
+
+    def pass_on(signum: int, _frame: FrameType | None) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signum)
+
+    for sig in FORWARDED:
+        signal.signal(sig, pass_on)
+    while True:  # reaps the orphans it adopts as they end, too
+        pid, status = os.waitpid(-1, 0)
+        if pid == child:
+            break
+    kill_tree(os.getpid(), include_root=False)
+    reap_children(LEFTOVER_REAP_S)
+    if os.WIFSIGNALED(status):  # die the same death, so the agent sees the signal as before
+        died_of = os.WTERMSIG(status)
+        signal.signal(died_of, signal.SIG_DFL)
+        os.kill(os.getpid(), died_of)
+        return 128 + died_of
+    return os.waitstatus_to_exitcode(status)
 
 
 if __name__ == "__main__":

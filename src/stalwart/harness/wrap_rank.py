@@ -64,7 +64,12 @@ def main(argv: list[str]) -> int:
     if not argv:
         print("usage: python -m stalwart.harness.wrap_rank [--] CMD...", file=sys.stderr)
         return 2
-    prefix = f"[rank={os.environ.get('RANK', '?')}] ".encode()
+    return run_with_rank(argv, os.environ.get("RANK", "?"))
+
+
+def run_with_rank(argv: list[str], rank: str) -> int:
+    """Run the command `argv` with each output line prefixed `[rank=<rank>] `; its exit status."""
+    prefix = f"[rank={rank}] ".encode()
     with tempfile.TemporaryDirectory(prefix="stalwart-worker-") as tmp:
         done = os.path.join(tmp, "done")
         code = _run(argv, prefix, {**os.environ, "PYTHONUNBUFFERED": "1", "STALWART_WORKER_DONE_FILE": done})

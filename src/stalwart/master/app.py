@@ -9,29 +9,34 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 import stalwart
-from stalwart.master import errors, offload, ui
+from stalwart.master import errors, log_retention, offload, ui
 from stalwart.master.body_limit import BodyLimit
 from stalwart.master.early_auth import EarlyAuth
 from stalwart.master.experiments import searchers
 from stalwart.master.experiments.intake import MetricsWriter
 from stalwart.master.identity import accounts
 from stalwart.master.identity.audit import AuditLog
+from stalwart.master.proxy_host import ProxyHost
 from stalwart.master.routes import (
     agents,
     allocations,
     checkpoints,
     cluster,
     contract,
+    detached,
     elastic,
     experiments,
     jobs,
     models,
+    notebooks,
     oidc,
     proxy,
     rbac,
     searcher,
+    shells,
     tasks,
     templates,
+    tensorboards,
     trials,
     users,
     webhooks,
@@ -40,6 +45,7 @@ from stalwart.master.routes import (
 from stalwart.master.scheduling import scheduling
 from stalwart.master.service import Master
 from stalwart.master.settings import MasterSettings
+from stalwart.master.tasks import idle
 from stalwart.master.webhooks import delivery
 from stalwart.master.workspaces import people
 
@@ -57,8 +63,11 @@ def create_app(settings: MasterSettings) -> FastAPI:
         writer = MetricsWriter(m)
         app.state.metrics_writer = writer
         ui.start(app)
+        # webhooks: sends what is due, also after a restart; idle: stops tasks idle past their idle_timeout;
+        # log_retention: deletes trial logs past their retention
         tasks = [asyncio.create_task(scheduling.run_forever(m)), asyncio.create_task(writer.run_forever()),
-                 asyncio.create_task(delivery.run_forever(m))]  # webhooks: sends what is due, also after a restart
+                 asyncio.create_task(delivery.run_forever(m)), asyncio.create_task(idle.run_forever(m)),
+                 asyncio.create_task(log_retention.run_forever(m))]
         try:
             yield
         finally:
@@ -66,8 +75,8 @@ def create_app(settings: MasterSettings) -> FastAPI:
                 task.cancel()
             searchers.close_all(m)
             offload.shutdown()
-            if m.proxy_client is not None:
-                await m.proxy_client.aclose()
+            if m.proxy_pool is not None:
+                await m.proxy_pool.aclose()
             m.db.dispose()
 
     # /docs/rest-api/ is served by the UI (ui/page_routes.py) with a vendored Swagger UI; FastAPI's /docs and /redoc
@@ -77,12 +86,16 @@ def create_app(settings: MasterSettings) -> FastAPI:
     app.state.master = m
     app.add_middleware(BodyLimit, max_bytes=settings.cluster.limits.max_request_body)
     app.add_middleware(EarlyAuth, master=m)  # the caller, from the headers, before any body is read
+    app.add_middleware(ProxyHost, master=m)  # with proxy_host set: task traffic on a host name of its own
     app.add_middleware(AuditLog, master=m)
     errors.install(app)  # error answers (ErrorBody, 400 for validation, 500 keeping the connection): master/errors.py
 
-    # workspaces before experiments: its POST /experiments/{id}/move must win over experiments' /{id}/{action}
-    for module in (cluster, workspaces, experiments, trials, allocations, agents, checkpoints, searcher, jobs, tasks,
-                   users, oidc, rbac, models, webhooks, elastic, templates, proxy):
+    # the proxy first: its pages' many requests are matched at once (it shares no path with the rest);
+    # workspaces and detached before experiments: their POST /experiments/{id}/move and /{id}/trials must win over
+    # experiments' /{id}/{action}
+    for module in (proxy, cluster, workspaces, detached, experiments, trials, allocations, agents, checkpoints,
+                   searcher, jobs, tasks, notebooks, tensorboards, users, oidc, rbac, models, webhooks, elastic,
+                   templates, shells):
         app.include_router(module.router)
     ui.install(app)
     app.openapi = lambda: contract.openapi_document(app)  # type: ignore[method-assign]  # FastAPI's way to extend

@@ -7,11 +7,11 @@ from typing import Any
 
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.models.agents import MAX_LOG_TIMESTAMP
+from stalwart.api.states import LOG_LEVELS
 
-LEVELS = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 COLUMNS = ("trial_id", "allocation_id", "agent_id", "rank_id", "timestamp", "level", "stdtype", "source", "log")
 
-_LEVEL = re.compile(r"\s*(" + "|".join(LEVELS) + r")[: ]", re.IGNORECASE)
+_LEVEL = re.compile(r"\s*(" + "|".join(LOG_LEVELS) + r")[: ]", re.IGNORECASE)
 _INT32 = (-(2**31), 2**31 - 1)
 MAX_TIMESTAMP = MAX_LOG_TIMESTAMP  # the last second of year 9999 (UTC); the REST model (TaskLogs) says the same
 _WHEN = f"seconds since the epoch, 0..{MAX_TIMESTAMP:.0f}"

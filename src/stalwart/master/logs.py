@@ -16,6 +16,7 @@ from stalwart.master.service import now
 MASK = "********"
 """What a secret handed to a task (its allocation's token, its owner session) shows as in its stored logs."""
 SecretsOf = Callable[[str], list[str]]
+Watch = Callable[[Conn, list[Row]], object]
 
 
 def insert_rows(conn: Conn, rows: list[Row]) -> int:
@@ -29,17 +30,21 @@ def insert_logs(conn: Conn, entries: list[dict[str, Any]]) -> int:
 
 
 def store_rows(db: Database, rows: list[Row], allocation_id: str | None = None,
-               secrets_of: SecretsOf | None = None) -> int:
+               secrets_of: SecretsOf | None = None, watch: Watch | None = None) -> int:
     """Store checked rows (`log_rows` / `body_rows`) in one transaction of their own. With `allocation_id` (a
     trial posting its own lines) every line is filed under that allocation and its trial. With `secrets_of` (the
-    secrets handed to an allocation: `allocations.env.secrets_of`) each of them is masked in its lines."""
+    secrets handed to an allocation: `allocations.env.secrets_of`) each of them is masked in its lines. `watch` sees
+    the rows as stored, in the same transaction (`log_policies.watch`)."""
     with db.begin() as conn:
         if allocation_id is not None:
             trial_id = runs.trial_of(conn, allocation_id)
             rows = [(trial_id, allocation_id, *row[2:]) for row in rows]
         if secrets_of is not None:
             rows = mask_secrets(rows, secrets_of)
-        return insert_rows(conn, rows)
+        stored = insert_rows(conn, rows)
+        if watch is not None:
+            watch(conn, rows)
+        return stored
 
 
 def mask_secrets(rows: list[Row], secrets_of: SecretsOf) -> list[Row]:

@@ -11,6 +11,7 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -24,8 +25,21 @@ _pool: ProcessPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
+PARENT_CHECK_S = 1.0
+"""How often a worker looks whether the master that started it is still there."""
+
+
 def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the master, which then ends its workers
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="parent-watch", daemon=True).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End this worker once its master is gone. A master that was SIGKILLed cannot end its workers, and they would
+    wait for work forever: each holds both ends of its own call queue's pipe, so it never reads an end of file."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_S)
+    os._exit(0)
 
 
 def _get_pool() -> ProcessPoolExecutor:

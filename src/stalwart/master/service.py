@@ -107,10 +107,15 @@ class Master:
         # a resource manager's connections to its engine, kept across passes (Kubernetes: its API client and pod
         # informers); never cleared by `poll_engines_now`
         self.engine_links: dict[str, Any] = {}
-        # the task proxy's httpx.AsyncClient (routes/proxy.py), made on the event loop at its first call
-        self.proxy_client: Any = None
+        # the task proxy's kept-alive connections to task services (proxy/upstream.Pool), made at its first call
+        self.proxy_pool: Any = None
         # the task proxy's recent lookups: (task id, username) -> (valid until, monotonic; the service found)
         self.proxy_targets: dict[tuple[str, str], tuple[float, Any]] = {}
+        # allocation id -> when its task was last in use (wall time): proxy traffic, its own reports (tasks/idle.py)
+        self.task_activity: dict[str, float] = {}
+        # experiment id -> its log policies compiled, and trial id -> its experiment's id (log_policies.py)
+        self.log_policy_cache: dict[int, Any] = {}
+        self.trial_experiments: dict[int, int] = {}
         self.cluster_id, self.secret = self._cluster_identity()
         self.cluster_token = settings.cluster_token or self._info("cluster_token")
 

@@ -44,6 +44,8 @@ def trial(row: RowLike, extra: dict[str, Any] | None = None) -> View:
         "id", "experiment_id", "request_id", "hparams", "seed", "state", "restarts", "runs", "target_length",
         "progress", "early_exit", "error_message", "created_at", "ended_at",
     )}
+    if row.get("log_policy_matched"):
+        out["log_policy_matched"] = row["log_policy_matched"]
     out.update(extra or {})
     return out
 

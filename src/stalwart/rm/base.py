@@ -44,6 +44,7 @@ class Gang:
     preempt_requested: bool = False
     kill_requested: bool = False
     pending_reason: str | None = None
+    excluded_nodes: frozenset[str] = frozenset()  # nodes (agents) it may not run on: its log policies' exclude_node
 
 
 @dataclass(frozen=True)

@@ -42,9 +42,18 @@ class FreeSlots:
         return sum(free * len(ids) for (free, _total), ids in self._buckets.items())
 
     # -- fitting ------------------------------------------------------------------------------
-    def fit(self, slots: int, policy: str = "best") -> tuple[Container, ...] | None:
-        """Where `slots` slots would go now (all of them or None); changes nothing."""
-        keys = [k for k in self._buckets if k[0] >= slots and k[0] > 0]
+    def _usable(self, excluded: frozenset[str]) -> dict[tuple[int, int], list[str]]:
+        """The index without the `excluded` agents (the index itself when there are none)."""
+        if not excluded:
+            return self._buckets
+        kept = {key: [a for a in ids if a not in excluded] for key, ids in self._buckets.items()}
+        return {key: ids for key, ids in kept.items() if ids}
+
+    def fit(self, slots: int, policy: str = "best",
+            excluded: frozenset[str] = frozenset()) -> tuple[Container, ...] | None:
+        """Where `slots` slots would go now (all of them or None), on no agent of `excluded`; changes nothing."""
+        buckets = self._usable(excluded)
+        keys = [k for k in buckets if k[0] >= slots and k[0] > 0]
         if keys:
             if policy == "worst":
                 top = max(k[0] / k[1] for k in keys)
@@ -52,14 +61,14 @@ class FreeSlots:
             else:
                 least = min(k[0] for k in keys)
                 tied = [k for k in keys if k[0] == least]
-            key = min(tied, key=lambda k: self._buckets[k][0])
-            agent_id = self._buckets[key][0]
+            key = min(tied, key=lambda k: buckets[k][0])
+            agent_id = buckets[key][0]
             return ((agent_id, tuple(self.free[agent_id][:slots])),)
-        return self._whole_agents(slots)
+        return self._whole_agents(slots, buckets)
 
-    def _whole_agents(self, slots: int) -> tuple[Container, ...] | None:
-        for size in sorted({total for (free, total) in self._buckets if free == total and total > 0}, reverse=True):
-            idle = self._buckets[(size, size)]
+    def _whole_agents(self, slots: int, buckets: dict[tuple[int, int], list[str]]) -> tuple[Container, ...] | None:
+        for size in sorted({total for (free, total) in buckets if free == total and total > 0}, reverse=True):
+            idle = buckets[(size, size)]
             need, rest = divmod(slots, size)
             if rest == 0 and len(idle) >= need:
                 return tuple((agent_id, tuple(self.free[agent_id])) for agent_id in idle[:need])

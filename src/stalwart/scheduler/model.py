@@ -28,6 +28,7 @@ class Request:
     preemptible: bool = True
     containers: tuple[Container, ...] = ()
     preempting: bool = False  # already asked to release its slots; still holds them
+    excluded_agents: frozenset[str] = frozenset()  # agents it may not be placed on (log policies' exclude_node)
 
     @property
     def order(self) -> tuple[Any, ...]:

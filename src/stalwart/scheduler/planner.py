@@ -64,7 +64,9 @@ def _zero_slot(pending: list[Request], agents: list[AgentState], out: Decision) 
         return
     ranked = sorted(agents, key=lambda a: (-len(a.free_slot_ids), a.agent_id))
     for i, r in enumerate(pending):
-        out.starts.append(Start(r.allocation_id, ((ranked[i % len(ranked)].agent_id, ()),)))
+        allowed = [a for a in ranked if a.agent_id not in r.excluded_agents] if r.excluded_agents else ranked
+        if allowed:
+            out.starts.append(Start(r.allocation_id, ((allowed[i % len(allowed)].agent_id, ()),)))
 
 
 def impossible(slots: int, pool: str, sizes: dict[int, int]) -> str | None:

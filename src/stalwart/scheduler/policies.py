@@ -19,7 +19,7 @@ def priority(pending: list[Request], running: list[Request], free: FreeSlots, po
                      key=lambda r: (not r.preempting, -r.priority, -r.submitted_at, r.allocation_id))
     blocked = False
     for req in sorted(pending, key=lambda r: r.order):
-        plan = free.fit(req.slots, policy.fitting_policy)
+        plan = free.fit(req.slots, policy.fitting_policy, req.excluded_agents)
         if plan is not None:
             if blocked and not req.preemptible:
                 continue
@@ -44,7 +44,7 @@ def _preempt_for(req: Request, victims: list[Request], free: FreeSlots, policy: 
     for v in lower:
         free.give(v.containers)
         given.append(v)
-        plan = free.fit(req.slots, policy.fitting_policy)
+        plan = free.fit(req.slots, policy.fitting_policy, req.excluded_agents)
         if plan is not None:
             break
     if plan is None:
@@ -121,7 +121,7 @@ def fair_share(pending: list[Request], running: list[Request], free: FreeSlots, 
     for req in sorted(pending, key=lambda r: (rank[r.job_id], r.order)):
         if held[req.job_id] + req.slots > shares[req.job_id]:
             continue
-        plan = free.fit(req.slots, policy.fitting_policy)
+        plan = free.fit(req.slots, policy.fitting_policy, req.excluded_agents)
         if plan is None:
             waiting = True
             continue

@@ -1,10 +1,13 @@
-"""The `single` searcher: exactly one trial with the configured (all-const) hyperparameters.
+"""The `single` searcher: exactly one trial, its hyperparameters sampled once.
 
-Determined runs it as `random` with `max_trials=1, max_concurrent_trials=1`. One difference: an
-INVALID_HP exit ends the search as a failure instead of retrying (the hyperparameters are all
-const, so a retry would be rejected the same way forever). Request id "1"; its seed is the first
-draw of the experiment's generator; `Create.length` is max_time (in time_metric units) or the
-legacy max_length value.
+Determined runs it as `random` with `max_trials=1, max_concurrent_trials=1`
+(master/pkg/searcher/random.go, `newSingleSearch`): const hyperparameters keep their value and
+`int`, `double`, `log` and `categorical` ones are sampled once, as `random` samples them, from the
+experiment's seeded generator (first the hyperparameters, then the trial seed), so the same
+`reproducibility.experiment_seed` gives the same trial. One difference from `random`: an INVALID_HP
+exit ends the search as a failure instead of being replaced by a new sample (Determined replaces
+one only for the `random` searcher). Request id "1"; `Create.length` is max_time (in time_metric
+units) or the legacy max_length value.
 """
 
 from __future__ import annotations

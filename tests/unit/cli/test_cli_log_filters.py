@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from stalwart.api.errors import InvalidRequest
-from stalwart.cli.log_filters import LEVELS, LogFilter, make_filter, parse_since
+from stalwart.api.states import LOG_LEVELS as LEVELS
+from stalwart.cli.log_filters import LogFilter, make_filter, parse_since
 
 
 @pytest.mark.parametrize(("text", "ago"), [("30s", 30), ("10m", 600), ("2h", 7200), ("1d", 86400), ("1.5h", 5400),

@@ -14,13 +14,17 @@ from stalwart.client import (
     Client,
     agents,
     checkpoints,
+    detached,
     experiments,
     jobs,
     master,
     models,
+    notebooks,
     oidc,
+    shells,
     tasks,
     templates,
+    tensorboards,
     trials,
     users,
     webhooks,
@@ -36,8 +40,9 @@ TRIAL = {"id": 9, "experiment_id": 4, "hparams": {"lr": 0.1}, "seed": 1, "state"
 
 
 def test_the_client_has_a_method_for_every_api_route_but_the_ui_and_the_document() -> None:
-    client_routes = {(v.method, v.template) for module in (agents, checkpoints, experiments, jobs, master, models, oidc,
-                                                           tasks, templates, trials, users, webhooks, workspaces)
+    client_routes = {(v.method, v.template) for module in (agents, checkpoints, detached, experiments, jobs, master,
+                                                           models, notebooks, oidc, shells, tasks, templates,
+                                                           tensorboards, trials, users, webhooks, workspaces)
                      for v in vars(module).values() if isinstance(v, Route)}
     api = {r.key for r in ROUTES if r.path.startswith("/api/v1/") and not r.path.startswith("/api/v1/ui/")
            and r.path != "/api/v1/openapi.json"}

@@ -341,7 +341,6 @@ def test_warnings_for_no_effect_and_ignored_keys(minimal):
     result = load_experiment_config(minimal)
     # the container keys (image, bind_mounts, ...) are honoured by container agents: no warning; pod_spec is not
     assert result.warnings == [
-        "optimizations: has no effect in Stalwart; the setting is kept but ignored",
         "profiling: has no effect in Stalwart; the setting is kept but ignored",
         "environment.pod_spec: ignored: Kubernetes only; Stalwart's agents run tasks as processes or in Docker or "
         "Podman containers",

@@ -106,16 +106,14 @@ def test_nested_error_path(minimal, problems):
     ]
 
 
-def test_single_searcher_needs_const(minimal, problems):
+def test_single_searcher_takes_non_const_hyperparameters(minimal, expand):
+    # Determined's single searcher samples them once, as random with max_trials 1 does
     minimal["hyperparameters"] = {
         "lr": 0.1,
         "model": {"act": {"type": "categorical", "vals": ["a", "b"]}},
         "units": {"type": "int", "minval": 1, "maxval": 4},
     }
-    assert problems(minimal) == [
-        "hyperparameters.model.act: the single searcher needs a const value, got type 'categorical'",
-        "hyperparameters.units: the single searcher needs a const value, got type 'int'",
-    ]
+    assert expand(minimal)["hyperparameters"]["units"] == {"type": "int", "minval": 1, "maxval": 4, "count": None}
 
 
 def test_grid_needs_count(minimal, problems, expand):

@@ -96,7 +96,6 @@ def test_the_searcher_gets_exactly_the_typed_settings_the_config_produced(kind):
 @pytest.mark.parametrize("searcher, hparams, detail", [
     ({"name": "single", "max_time": 0, "time_metric": "batches"}, {"lr": 0.1},
      "searcher.max_time: expected an integer >= 1, got 0"),
-    ({"name": "single"}, None, "hyperparameters.lr: the single searcher needs a const value, got type 'double'"),
     ({"name": "random", "max_trials": 0}, None, "searcher.max_trials: expected an integer >= 1, got 0"),
     ({"name": "grid", "max_concurrent_trials": -1}, None,
      "searcher.max_concurrent_trials: expected an integer >= 0, got -1"),

@@ -20,7 +20,8 @@ ID_PARAMS = {"exp_id", "trial_id", "cmd_id", "workspace_id", "project_id"}
 BODIES = {("POST", "/api/v1/experiments/{exp_id}/move"): {"destinationProjectId": 1},
           ("POST", "/api/v1/workspaces/{workspace_id}/projects"): {"name": "p"},
           ("PATCH", "/api/v1/experiments/{exp_id}/checkpoint-gc-policy"): {
-              "save_experiment_best": 0, "save_trial_best": 0, "save_trial_latest": 0, "dry_run": True}}
+              "save_experiment_best": 0, "save_trial_best": 0, "save_trial_latest": 0, "dry_run": True},
+          ("PUT", "/api/v1/experiments/{exp_id}/retain_logs"): {"num_days": 1}}
 """Bodies a route needs to get as far as its id (others get `{}`)."""
 
 

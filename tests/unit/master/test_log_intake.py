@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from stalwart.api.errors import InvalidRequest
-from stalwart.db.engine import Database
 from stalwart.master.log_rows import body_rows
 from stalwart.master.logs import read_logs, store_batch
 
@@ -38,15 +37,6 @@ def test_a_bad_field_is_refused_naming_it(body, message):
         body_rows(body, 1.0)
     assert message in str(err.value)
     assert err.value.http_status == 400
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db(request, tmp_path):
-    url = request.getfixturevalue("pg_url") if request.param == "postgres" else f"sqlite:///{tmp_path / 'm.db'}"
-    database = Database(url)
-    database.migrate()
-    yield database
-    database.dispose()
 
 
 def test_a_batch_is_stored_whole_in_order_with_levels_and_any_text(db):

@@ -94,6 +94,7 @@ def test_failures_restart_until_max_restarts_then_error(m, ctx_archive, tmp_path
     _exit(m, _live_alloc(m), 1)
     trial = _rows(m, t.trials)[0]
     assert trial["state"] == "ERROR" and "more than max_restarts (1)" in trial["error_message"]
+    assert trial["restarts"] == 1  # the restarts made, as Determined shows them (not the failures)
     assert _rows(m, t.experiments, id=exp_id)[0]["state"] == "ERROR"
 
 

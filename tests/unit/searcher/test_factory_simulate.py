@@ -24,8 +24,6 @@ BAD = [
      "hyperparameters.n.minval: must be less than maxval (got 5 >= 5)"),
     ("empty categorical", {"c": {"type": "categorical", "vals": []}}, {"name": "random", "max_trials": 2},
      "hyperparameters.c.vals"),
-    ("single over non-const", HP, {"name": "single"},
-     "hyperparameters.lr: the single searcher needs a const value, got type 'double'"),
 ]
 
 

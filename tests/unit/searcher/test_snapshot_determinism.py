@@ -24,6 +24,7 @@ T = {"max_time": 32, "time_metric": "batches"}
 
 SEARCHERS = {
     "single": (ONE, {"name": "single", "max_length": {"batches": 32}}),
+    "single_sampled": (HP, {"name": "single", "max_length": {"batches": 32}}),
     "random": (HP, {"name": "random", "max_trials": 12, "max_concurrent_trials": 3}),
     "grid": (HP, {"name": "grid", "max_concurrent_trials": 4}),
     "async_halving": (HP, {"name": "async_halving", "num_rungs": 3, "max_trials": 16, "divisor": 2,

@@ -1,5 +1,8 @@
 """The process launcher: a run is an OS process leading its own process group, fenced by a pipe to the agent.
 
+The run's first process (harness/launch.py) is a child subreaper, so killing a run kills its whole tree
+(process_tree.kill_tree), processes that left the group with `setsid` included, then the group.
+
 The entrypoint starts in a new session (so its process group holds everything it starts), with its
 stdin on /dev/null and its stdout and stderr on pipes, as `spec.user` when one is given (no supplementary
 groups). With `spec.fence` it gets the read end of a pipe whose only write end this handle holds, named by
@@ -21,6 +24,7 @@ from typing import IO
 
 from stalwart.agent.fencing import FENCE_FD_ENV, RECORD_NAME, ProcessRecord, kill_recorded
 from stalwart.agent.launchers.base import Launched, Launcher, LaunchError, LaunchSpec, Started, Stream
+from stalwart.process_tree import kill_tree
 
 PUMP_READ = 64 * 1024  # bytes read from a run's stdout/stderr at a time (whatever has arrived, up to this)
 
@@ -57,6 +61,7 @@ class LaunchedProcess(Launched):
         with self._lock:
             if self._proc.poll() is not None:
                 return
+            kill_tree(self._proc.pid)  # the launcher's tree: what left the group with setsid too
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._proc.pid, signal.SIGKILL)
 

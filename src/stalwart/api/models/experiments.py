@@ -36,6 +36,12 @@ class CreateExperiment(Request):
                                                           "config shows hidden ('********') keeps the parent's value")
     template: str | None = Field(default=None, min_length=1, max_length=256, description="a configuration template "
                                  "merged under the config (docs/templates.md); the merged config is stored")
+    unmanaged: bool = Field(default=False, description="a detached experiment (docs/detached.md): reported by a script "
+                                                       "outside the cluster; no context, no entrypoint, nothing "
+                                                       "scheduled")
+    external_experiment_id: str | None = Field(default=None, min_length=1, max_length=256, description="with "
+                                               "unmanaged: the detached experiment with this id is answered if there "
+                                               "is one (the caller must be able to edit it), else made with it")
 
 
 Label = Annotated[str, Field(min_length=1, max_length=255)]
@@ -167,6 +173,16 @@ class ChangeGcPolicy(Request):
     save_trial_best: GcCount
     save_trial_latest: GcCount
     dry_run: bool = False
+
+
+class RetainLogs(Request):
+    """PUT /api/v1/experiments/{exp_id}/retain_logs: Determined's `e set log-retention`. The experiment's trials keep
+    their logs `num_days` days after they end (-1: forever), whatever the master's retention_policy says; only an
+    experiment that has ended may be changed (Determined's rule: trials made later would not follow it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    num_days: int = Field(ge=-1, le=32767, description="days the logs are kept after a trial ends; -1: forever")
 
 
 class GcCheckpoint(Response):

@@ -43,6 +43,8 @@ class Job(Response):
 
     job_id: JobId
     type: JobType
+    task_kind: str | None = Field(default=None, description="a COMMAND job's kind of task: command, notebook, "
+                                                            "tensorboard or shell (its id: <kind>-<entity_id>)")
     entity_id: Id | None = None
     name: str | None = None
     owner: str | None = None

@@ -31,6 +31,8 @@ class Command(Response):
     ended_at: Timestamp | None = None
     exit_code: int | None = None
     result: str | None = None
+    end_reason: str | None = Field(default=None, description="why it ended, in words: 'killed by alice', "
+                                                             "'idle for more than 30m (its idle_timeout)', ...")
     entrypoint: Any = None
     pending_reason: str | None = None
     kind: str = Field(default="command", description="command, notebook, tensorboard or shell; with the id, the "

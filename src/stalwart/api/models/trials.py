@@ -54,12 +54,27 @@ class Trial(Response):
     ended_at: Timestamp | None = None
     steps_completed: Steps | None = None
     latest_validation: LatestValidation | None = None
+    log_policy_matched: str | None = Field(default=None, max_length=256,
+                                           description="the name of the last log policy its logs matched")
+
+
+class LogPolicyMatch(Response):
+    """A run's first line that matched a log policy (docs/logs.md): which policy, what it does, on which agent."""
+
+    policy_name: str | None = Field(default=None, max_length=256)
+    pattern: str
+    action: str | None = Field(default=None, description="cancel_retries, exclude_node, or null: a label only")
+    allocation_id: str = Field(max_length=64)
+    agent_id: str | None = Field(default=None, max_length=128)
+    log: str
+    matched_at: Timestamp
 
 
 class TrialDetail(Response):
     trial: Trial
     runs: list[Allocation]
     latest_checkpoint: Checkpoint | None = None
+    log_policy_matches: list[LogPolicyMatch] = Field(default_factory=list)
 
 
 class MetricPoint(Response):

@@ -193,13 +193,19 @@ def remove_shard(storage: StorageManager, storage_id: str, files: list[str]) -> 
 
 
 def _copy_into(src: pathlib.Path, dst: pathlib.Path, selector: Callable[[str], bool] | None) -> None:
-    for item in src.iterdir():
-        if selector is not None and not selector(item.name):
-            continue
-        if item.is_dir():
-            shutil.copytree(item, dst / item.name, dirs_exist_ok=True)
-        else:
-            shutil.copy2(item, dst / item.name)
+    """Copy `src`'s tree into `dst`. As in Determined, `selector` gets each path relative to `src` (a directory's
+    with a trailing "/") and a file it picks brings its parent directories along."""
+    if selector is None:
+        shutil.copytree(src, dst, dirs_exist_ok=True)
+        return
+    for item in sorted(src.rglob("*")):
+        rel = item.relative_to(src).as_posix()
+        if item.is_dir() and not item.is_symlink():
+            if selector(rel + "/"):
+                (dst / rel).mkdir(parents=True, exist_ok=True)
+        elif selector(rel):
+            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(item, dst / rel)
 
 
 def merge_metadata(parts: list[Metadata]) -> Metadata:

@@ -113,6 +113,16 @@ def _tensorboard_dir(storage: StorageManager, trial: TrialInfo) -> pathlib.Path:
     return base / tensorboard_key(trial.experiment_id, trial.trial_id)
 
 
+def trial_tensorboard_dir() -> pathlib.Path | None:
+    """This trial's TensorBoard directory, the one `core.init()`'s `train.get_tensorboard_path()` gives (written in
+    place or synced to the object store); None outside a trial. For `determined.tensorboard.get_base_path`."""
+    info = get_cluster_info()
+    if info is None or info.trial is None:
+        return None
+    storage = make_storage(dict(info.checkpoint_storage or info.trial._config["checkpoint_storage"]))
+    return _tensorboard_dir(storage, info.trial)
+
+
 def _tensorboard_sync(storage: StorageManager, trial: TrialInfo, chief: bool) -> TensorboardSync | None:
     """The chief's sync of its local TensorBoard files to an object store (None on a file system backend, where
     they are written in place)."""
@@ -127,7 +137,18 @@ def init(*, distributed: DistributedContext | None = None, checkpoint_storage: C
     """The Core API entry point, used as `with core.init() as ctx:`."""
     info = get_cluster_info()
     if info is None or info.trial is None:
-        return _init_off_cluster(distributed, checkpoint_storage)
+        return init_off_cluster(distributed, checkpoint_storage)
+    return init_for_trial(info, distributed=distributed, checkpoint_storage=checkpoint_storage,
+                          preempt_mode=preempt_mode, tensorboard_mode=tensorboard_mode)
+
+
+def init_for_trial(info: ClusterInfo, *, distributed: DistributedContext | None = None,
+                   checkpoint_storage: CheckpointStorage = None,
+                   preempt_mode: PreemptMode = PreemptMode.WorkersAskChief,
+                   tensorboard_mode: TensorboardMode | None = None) -> Context:
+    """The Context of a trial's run that `info` describes: a managed run's (its info file) or a detached script's
+    (made by core_v2 from the run the master started for it)."""
+    assert info.trial is not None
     config = info.trial._config
     slots = views.slots_per_trial(config)
     if slots > 1 and distributed is None:
@@ -157,7 +178,9 @@ def init(*, distributed: DistributedContext | None = None, checkpoint_storage: C
     )
 
 
-def _init_off_cluster(distributed: DistributedContext | None, checkpoint_storage: CheckpointStorage) -> Context:
+def init_off_cluster(distributed: DistributedContext | None, checkpoint_storage: CheckpointStorage) -> Context:
+    """The Context of a run outside any cluster: nothing reported, checkpoints in `checkpoint_storage` (a directory or
+    a storage config; None: `local_checkpoint_dir()`)."""
     dist = distributed or DistributedContext()
     storage = _local_storage(checkpoint_storage)
     return Context(

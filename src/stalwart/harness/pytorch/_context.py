@@ -127,7 +127,7 @@ class PyTorchTrialContext:
         if not dist.is_initialized():
             raise RuntimeError("a trial with several ranks needs torch.distributed initialised before wrap_model()")
         device_ids = [self.device.index] if self.device.type == "cuda" else None
-        return torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
+        return _PassThroughDDP(model, device_ids=device_ids)
 
     def wrap_optimizer(self, optimizer: _Optimizer, backward_passes_per_step: int = 1,
                        fp16_compression: bool | None = None,
@@ -364,8 +364,22 @@ class PyTorchTrialContext:
             self._tb_writer = None
 
 
+class _PassThroughDDP(torch.nn.parallel.DistributedDataParallel):
+    """DDP whose attributes it lacks are the user's module's (`self.model.my_attr`, `self.model.my_method()`),
+    as Determined 0.38.1's PyTorchTrialContext._PyTorchDistributedDataParallel does."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.module, name)
+
+
 class _AutocastModule(torch.nn.Module):
-    """Runs the wrapped module under torch.autocast; float16/bfloat16 tensor outputs come back as float32."""
+    """Runs the wrapped module under torch.autocast; float16/bfloat16 tensor outputs come back as float32.
+
+    Attributes it lacks are the wrapped module's, as with Determined's autocast_forward_pass() wrapper.
+    """
 
     def __init__(self, module: torch.nn.Module, device_type: str) -> None:
         super().__init__()
@@ -376,6 +390,12 @@ class _AutocastModule(torch.nn.Module):
         with torch.autocast(self._device_type):
             out = self.module(*args, **kwargs)
         return _to_float(out)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.module, name)
 
     def state_dict(self, *args: Any, **kwargs: Any) -> Any:
         return self.module.state_dict(*args, **kwargs)

@@ -22,12 +22,11 @@ from stalwart.harness.pytorch._loaders import build_loaders
 from stalwart.harness.pytorch._policy import CheckpointPolicy
 from stalwart.harness.pytorch._reducer import (
     Metrics,
-    Reducer,
     average_batches,
+    average_batches_across_ranks,
     batch_rows,
     columns,
     plain,
-    reduce_columns,
 )
 from stalwart.harness.pytorch._trial import PyTorchTrial
 from stalwart.harness.pytorch._units import NEVER, Batch, Epoch, TrainUnit
@@ -267,7 +266,7 @@ class TrialController:
 
     def _report_training(self, batch_metrics: list[Metrics]) -> None:
         if self.dist.size > 1:
-            avg = reduce_columns(columns(batch_metrics), Reducer.AVG, self.dist.allgather, self.dist.size)
+            avg = average_batches_across_ranks(batch_metrics, self.dist.allgather)
         else:
             avg = average_batches(batch_metrics)
         if self.context._reducers:

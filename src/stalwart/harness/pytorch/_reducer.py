@@ -128,33 +128,34 @@ class ReducerRegistry:
 
 
 # -- per-batch metrics ----------------------------------------------------------------------------
+# As Determined 0.38.1 (pytorch/_reducer.py `_simple_reduce_metrics`, pytorch/_metric_utils.py `_reduce_metrics`):
+# a metric's values of one rank are stacked (tensors as numpy arrays of their own dtype) and reduced over all
+# their elements, so every Reducer yields one number, whatever the shape of the per-batch values; across ranks
+# the per-rank numbers are reduced again, AVG weighted by each rank's number of batches.
 
 def _column(values: list[Any]) -> np.ndarray[Any, Any]:
     """One metric over batches as an array (first axis = batch): one device sync for tensors."""
     if all(isinstance(v, torch.Tensor) for v in values):
-        stacked = torch.stack([v.detach() for v in values])
-        if stacked.is_floating_point():
-            stacked = stacked.double()
-        return stacked.cpu().numpy()
-    return np.asarray([v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v for v in values])
+        return torch.stack([v.detach() for v in values]).cpu().numpy()
+    return np.stack([v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v for v in values])
 
 
-def _local(reducer: Reducer, col: np.ndarray[Any, Any]) -> Any:
+def _reduce(reducer: Reducer, values: Any, weights: list[int] | None = None) -> Any:
+    """One number from all the elements of `values` (AVG weighted by `weights`, one per first-axis entry)."""
     if reducer is Reducer.AVG:
-        return col.mean(axis=0)
+        return np.average(values, weights=weights)
     if reducer is Reducer.SUM:
-        return col.sum(axis=0)
+        return np.sum(values)
     if reducer is Reducer.MAX:
-        return col.max(axis=0)
-    return col.min(axis=0)
+        return np.max(values)
+    return np.min(values)
 
 
 def _cross(reducer: Reducer, parts: list[tuple[Any, int]]) -> Any:
+    """The per-rank results (value, batches) reduced into one; ranks without batches are left out."""
     parts = [(v, n) for v, n in parts if n > 0]
-    values = np.asarray([v for v, _ in parts])
-    if reducer is Reducer.AVG:
-        return np.average(values, axis=0, weights=[n for _, n in parts])
-    return _local(reducer, values)
+    weights = [n for _, n in parts] if reducer is Reducer.AVG else None
+    return _reduce(reducer, [v for v, _ in parts], weights)
 
 
 def plain(value: Any) -> Any:
@@ -181,9 +182,10 @@ def columns(batch_metrics: list[Metrics]) -> dict[str, np.ndarray[Any, Any]]:
 
 def reduce_columns(cols: dict[str, np.ndarray[Any, Any]], reducers: Reducer | dict[str, Reducer],
                    allgather: AllGather | None = None, world_size: int = 1) -> Metrics:
-    """Reduce each metric over batches and, with several ranks, across ranks (AVG weighted by batches)."""
+    """Reduce each metric to one number over batches and, with several ranks, across ranks (AVG weighted by
+    batches)."""
     per_key = _per_key_reducers(reducers, cols.keys())
-    local = {k: (_local(per_key[k], col), len(col)) for k, col in cols.items()}
+    local = {k: (_reduce(per_key[k], col), len(col)) for k, col in cols.items()}
     if world_size > 1 and allgather is not None:
         gathered = allgather(local)
         names = sorted({k for part in gathered for k in part})
@@ -204,25 +206,66 @@ def _per_key_reducers(reducers: Reducer | dict[str, Reducer], keys: Iterable[str
 
 
 def average_batches(batch_metrics: list[Metrics]) -> Metrics:
-    """The mean of each metric over one rank's batches (the training report), with one op per metric.
+    """The mean of each metric over one rank's batches (the training report), as Determined's make_metrics.
 
-    Scalar tensors, the usual case, are averaged in torch: this runs once per reporting period,
-    when numpy's code paths are cold, so it stays in the library that is hot during training.
+    Determined 0.38.1 (harness/determined/util.py `make_metrics`) averages all the elements of a metric's
+    values, leaving out None, into one Python number, and reports None for values that cannot be averaged
+    (strings, arrays of different shapes...).
     """
+    return {k: _mean_of_elements(values) for k, values in _by_name(batch_metrics).items()}
+
+
+def _by_name(batch_metrics: list[Metrics]) -> dict[str, list[Any]]:
+    """Each metric's values over the batches (the first batch's names must be in every batch)."""
     if not batch_metrics:
         return {}
-    keys = batch_metrics[0].keys()
-    out: Metrics = {}
-    for k in keys:
-        try:
-            values = [m[k] for m in batch_metrics]
-        except KeyError:
-            raise ValueError(f"metric {k!r} is missing from some batches: names must match across batches") from None
-        if all(type(v) is torch.Tensor and v.dim() == 0 for v in values):
-            out[k] = torch.stack(values).double().mean().item()
+    try:
+        return {k: [m[k] for m in batch_metrics] for k in batch_metrics[0]}
+    except KeyError as missing:
+        raise ValueError(f"metric {missing.args[0]!r} is missing from some batches: names must match across "
+                         "batches") from None
+
+
+def average_batches_across_ranks(batch_metrics: list[Metrics], allgather: AllGather) -> Metrics:
+    """The training report of several ranks: each rank's average_batches(), averaged over the ranks by batches.
+
+    Determined averages each batch's values over the ranks, then the batches (pytorch/_metric_utils.py
+    `_average_training_metrics`, then make_metrics); with every rank training as many batches, that is this mean.
+    Batches whose value is None are left out: a metric that is None in every batch is NaN (the mean of nothing,
+    as Determined's), one whose values cannot be averaged is None.
+    """
+    local = {k: _mean_and_count(values) for k, values in _by_name(batch_metrics).items()}
+    gathered = allgather(local)
+    return {k: _weighted_mean([part[k] for part in gathered if k in part])
+            for k in dict.fromkeys(k for part in gathered for k in part)}
+
+
+def _weighted_mean(parts: list[tuple[Any, int]]) -> Any:
+    """The ranks' (mean, batches with a value) as one mean weighted by batches."""
+    parts = [(v, n) for v, n in parts if n > 0]
+    if not parts:
+        return float("nan")
+    if any(v is None for v, _ in parts):
+        return None
+    return np.average([v for v, _ in parts], weights=[n for _, n in parts]).item()
+
+
+def _mean_and_count(values: list[Any]) -> tuple[Any, int]:
+    """This rank's mean of a metric and how many batches gave it a value (not None)."""
+    present = [v for v in values if v is not None]
+    return (_mean_of_elements(present) if present else None), len(present)
+
+
+def _mean_of_elements(values: list[Any]) -> Any:
+    """The mean of every element of every value (None left out) as a Python number, or None if not numbers."""
+    try:
+        if all(type(v) is torch.Tensor for v in values):
+            array = torch.stack([v.detach() for v in values]).cpu().numpy()  # one device sync
         else:
-            out[k] = plain(_column(values).mean(axis=0))
-    return out
+            array = np.array([v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v for v in values])
+        return np.mean(array[array != None]).item()  # noqa: E711 (elementwise, as numpy compares)
+    except (TypeError, ValueError, RuntimeError):
+        return None
 
 
 def batch_rows(cols: dict[str, np.ndarray[Any, Any]]) -> list[Metrics]:

@@ -17,7 +17,7 @@ import os
 import pathlib
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypedDict
 
 from stalwart.config import load_experiment_config, resolve_const_hparams, views
@@ -34,6 +34,14 @@ SPEC = re.compile(r"^(?:(?P<module>[A-Za-z_][\w.]*):)?(?P<qualname>[A-Za-z_][\w.
 
 def load_trial_class(spec: str, context_dir: str | os.PathLike[str] = ".") -> type[PyTorchTrial]:
     """The class named by `module:Class`, `pkg.mod:Outer.Inner`, or a bare `Class` from the root __init__.py."""
+    obj = load_entrypoint_object(spec, context_dir)
+    if not (isinstance(obj, type) and issubclass(obj, PyTorchTrial)):
+        raise TypeError(f"entrypoint {spec!r} names {obj!r}, which is not a stalwart.pytorch.PyTorchTrial subclass")
+    return obj
+
+
+def load_entrypoint_object(spec: str, context_dir: str | os.PathLike[str] = ".") -> Any:
+    """What `module:Class` (`pkg.mod:Outer.Inner`, or a bare `Class` from the root __init__.py) names."""
     match = SPEC.match(spec.strip())
     if match is None:
         raise ValueError(f"entrypoint {spec!r} is not of the form module:Class")
@@ -47,9 +55,16 @@ def load_trial_class(spec: str, context_dir: str | os.PathLike[str] = ".") -> ty
             obj = getattr(obj, part)
         except AttributeError:
             raise ValueError(f"entrypoint {spec!r}: {obj.__name__!r} has no attribute {part!r}") from None
-    if not (isinstance(obj, type) and issubclass(obj, PyTorchTrial)):
-        raise TypeError(f"entrypoint {spec!r} names {obj!r}, which is not a stalwart.pytorch.PyTorchTrial subclass")
     return obj
+
+
+def _keras_trial_runner(obj: Any) -> Callable[[Any], None] | None:
+    """The harness of a determined.keras.TFKerasTrial subclass (as the trial imported it), else None."""
+    keras = sys.modules.get("determined.keras")
+    if keras is None or not (isinstance(obj, type) and issubclass(obj, keras.TFKerasTrial)):
+        return None
+    runner: Callable[[Any], None] = importlib.import_module(f"{keras.__name__}._trial_run").run_trial
+    return runner
 
 
 def _import_root_package(root: str) -> Any:
@@ -107,6 +122,15 @@ def fit_arguments(config: Mapping[str, Any], *, global_batch_size: int | None = 
 
 
 def run(spec: str, config_path: str | None = None) -> None:
+    entry = load_entrypoint_object(spec)
+    keras_runner = _keras_trial_runner(entry)
+    if keras_runner is not None:  # a det.keras.TFKerasTrial: DeterminedCallback's machinery trains it
+        return keras_runner(entry)
+    if getattr(entry, "trial_controller_class", None) is not None and not (
+            isinstance(entry, type) and issubclass(entry, PyTorchTrial)):
+        # a det.LegacyTrial with its own TrialController (Determined 0.37's harness): the compat package runs it
+        importlib.import_module("determined.exec.harness").run_legacy_trial(entry)
+        return
     info = get_cluster_info()
     trial_info = info.trial if info is not None else None
     latest_checkpoint = info.latest_checkpoint if info is not None and trial_info is not None else None

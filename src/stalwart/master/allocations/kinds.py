@@ -13,7 +13,7 @@ from stalwart.api.states import ExitReason
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master
 
-TRIAL, COMMAND = "trial", "command"
+TRIAL, COMMAND, UNMANAGED_TRIAL = "trial", "command", "unmanaged_trial"
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,9 @@ def register(kind: TaskKind) -> None:
 
 
 def kind_of(alloc: Row) -> str | None:
-    """Which kind of task an allocation runs: a command's, a trial's, or none."""
+    """Which kind of task an allocation runs: a command's, a trial's, a detached script's trial's, or none."""
+    if alloc.get("unmanaged"):
+        return UNMANAGED_TRIAL
     if alloc["command_id"] is not None:
         return COMMAND
     if alloc["trial_id"] is not None:

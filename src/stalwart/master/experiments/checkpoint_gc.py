@@ -54,6 +54,8 @@ def run_for_trial(m: Master, conn: Conn, trial_id: int) -> None:
     """Apply the trial-level policy once a trial has ended (experiment best is applied at the end)."""
     trial = trial_rows.get(conn, trial_id)
     exp = experiment_rows.get(conn, trial["experiment_id"])
+    if exp["unmanaged"]:  # a detached script's storage may be its own laptop's disk: the master leaves it alone
+        return
     cfg = exp["config"]
     policy = Policy(*views.checkpoint_gc_policy(cfg))
     smaller = views.smaller_is_better(cfg)
@@ -69,6 +71,8 @@ def run_for_experiment(m: Master, conn: Conn, exp_id: int) -> None:
     """Apply the whole policy (experiment best and each trial's) once an experiment has ended."""
     exp = experiment_rows.get(conn, exp_id)
     if exp["state"] not in (S.COMPLETED.value, S.CANCELED.value, S.ERROR.value):
+        return
+    if exp["unmanaged"]:  # a detached script's storage may be its own laptop's disk: the master leaves it alone
         return
     cfg = exp["config"]
     all_ckpts = ranked(conn, cfg, trial_rows.ids_of_experiment(conn, exp_id))

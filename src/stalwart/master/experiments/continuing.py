@@ -104,6 +104,7 @@ def continue_experiment(m: Master, exp_id: int, overrides: dict[str, Any]) -> No
         if not S(exp["state"]).terminal:
             raise InvalidStateError(f"experiment {exp_id} is {exp['state']}; it was continued meanwhile")
         experiment_rows.reopen(conn, exp_id, config=checked.config, config_text=config_text)
+        m.log_policy_cache.pop(exp_id, None)  # its log policies as the new config gives them (log_policies.py)
         trial_rows.reopen(conn, trial["id"], target_length=search.length)
         master_line(conn, trial["id"], f"experiment {exp_id} continued: the trial resumes from its latest checkpoint "
                     f"and trains to {search.length} {_unit(checked.config)}")

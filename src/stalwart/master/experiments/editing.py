@@ -1,11 +1,13 @@
-"""Editing an experiment's own fields (PATCH): name, description, notes and labels; the stored config follows."""
+"""Editing an experiment's own fields (PATCH): name, description, notes and labels; the stored config follows. Its
+log retention (`e set log-retention`), once it has ended."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from stalwart.api.errors import InvalidRequest
-from stalwart.master.queries import experiments as experiment_rows
+from stalwart.api.errors import InvalidRequest, InvalidStateError
+from stalwart.api.states import ExperimentState as S
+from stalwart.master.queries import experiments as experiment_rows, log_policies as policy_rows
 from stalwart.master.service import Master
 
 EDITABLE = ("name", "description", "notes", "labels")
@@ -35,3 +37,17 @@ def patch_experiment(m: Master, exp_id: int, changes: dict[str, Any]) -> None:
             if field in changes:
                 config[field] = changes[field]
         experiment_rows.update_fields(conn, exp_id, {**changes, "config": config})
+
+
+def set_log_retention(m: Master, exp_id: int, days: int) -> None:
+    """The experiment's trials keep their logs `days` days after they end (-1: forever): its config's
+    `retention_policy.log_retention_days` and the column the cleanup reads (master/log_retention.py). Refused while
+    the experiment runs, as Determined does: trials it makes later would take the old value."""
+    with m.db.begin() as conn:
+        exp = experiment_rows.get(conn, exp_id)
+        if not S(exp["state"]).terminal:
+            raise InvalidStateError(f"experiment {exp_id} is {exp['state']}: its log retention can be set once it "
+                                    "has ended; try again later")
+        config = dict(exp["config"])
+        config["retention_policy"] = {**(config.get("retention_policy") or {}), "log_retention_days": days}
+        policy_rows.set_retention(conn, exp_id, days, config)

@@ -46,7 +46,8 @@ def check_experiment(m: Master, config_text: str, archive: bytes, *,
     (its name, its stored config) when the config comes from another experiment (fork, continue): a hidden secret
     shown as the placeholder keeps the parent's value (config/secrets.py)."""
     default_storage = checkpoint_storage or m.settings.default_checkpoint_storage()
-    expanded = load_experiment_config(config_text, master_defaults={"checkpoint_storage": default_storage})
+    expanded = load_experiment_config(config_text, master_defaults={"checkpoint_storage": default_storage,
+                                                                    **_default_log_policies(m, config_text)})
     config = secrets.restore(expanded.config, parent[1] if parent else None, parent[0] if parent else "")
     names = set(read_archive(archive, m.settings.context_limits))
     problems = check_entrypoint(config["entrypoint"], names)
@@ -56,6 +57,18 @@ def check_experiment(m: Master, config_text: str, archive: bytes, *,
     pool = jobs.resolve_pool(m, resources.get("resource_pool") or None, views.slots_per_trial(config))
     return NewExperiment(config, expanded.warnings, resources, pool, searchers.build(config, archive),
                          names_storage="checkpoint_storage" in read_source(config_text))
+
+
+def _default_log_policies(m: Master, config_text: str) -> dict[str, Any]:
+    """The master's `task_container_defaults.log_policies` (its pool's merged over the cluster's), which the
+    experiment's own merge over by name (docs/logs.md)."""
+    user = read_source(config_text)
+    resources = user.get("resources") if isinstance(user, dict) else None
+    pool = resources.get("resource_pool") if isinstance(resources, dict) else None
+    cluster = m.settings.cluster
+    policies = cluster.container_defaults_section(pool if isinstance(pool, str) and pool
+                                                  else cluster.default_compute_pool).get("log_policies")
+    return {"log_policies": policies} if policies else {}
 
 
 def discard(new: NewExperiment) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from stalwart.api.errors import InvalidStateError
 from stalwart.api.states import ExitReason, ExperimentState as S
 from stalwart.config import views
+from stalwart.master import log_policies
 from stalwart.master.allocations import lifecycle
 from stalwart.master.experiments import checkpoint_gc, finishing, searching
 from stalwart.master.logs import master_line
@@ -110,16 +111,30 @@ def _trial_run_ended(m: Master, conn: Conn, trial: dict[str, Any], exp: Row, all
 
 
 def _failed(m: Master, conn: Conn, trial: dict[str, Any], exp: Row, alloc: Row, exit_code: int | None) -> None:
-    restarts = trial["restarts"] + 1
+    """A failed run: restart the trial while max_restarts allows, else end it in ERROR (at once when its logs
+    matched a `cancel_retries` log policy, master/log_policies.py).
+
+    `restarts` counts the restarts made, so a trial that keeps failing under `max_restarts: N` runs N + 1
+    times and ends with `restarts = N`, which is what Determined shows (its column counts the last failure
+    too, N + 1, but every read of a trial answers `LEAST(restarts, max_restarts)`).
+    """
+    restart = trial["restarts"] + 1
     limit = views.max_restarts(exp["config"])
-    trial_rows.set_restarts(conn, trial["id"], restarts)
     what = f"trial {trial['id']} failed: process ended with {describe_exit(exit_code)}"
-    if restarts > limit:
-        error = f"{what}; it failed {restarts} times, more than max_restarts ({limit})"
+    cancelled = log_policies.cancel_retries_reason(conn, trial["id"])
+    if cancelled is not None:  # Determined: a cancel_retries match ends the trial whatever max_restarts says
+        error = f"{what}; {cancelled}"
         master_line(conn, trial["id"], error, "ERROR", alloc["id"])
-        _finish_trial(m, conn, {**trial, "restarts": restarts}, S.ERROR, TrialExit.ERRORED, error)
+        _finish_trial(m, conn, trial, S.ERROR, TrialExit.ERRORED, error)
         return
-    master_line(conn, trial["id"], f"{what}; restarting from its latest checkpoint ({restarts}/{limit})",
+    if restart > limit:
+        error = (f"{what}; trial exceeded max restarts: it would be restart {restart}, more than "
+                 f"max_restarts ({limit})")
+        master_line(conn, trial["id"], error, "ERROR", alloc["id"])
+        _finish_trial(m, conn, trial, S.ERROR, TrialExit.ERRORED, error)
+        return
+    trial_rows.set_restarts(conn, trial["id"], restart)
+    master_line(conn, trial["id"], f"{what}; restarting from its latest checkpoint (restart {restart}/{limit})",
                 "WARNING", alloc["id"])
 
 

@@ -34,7 +34,7 @@ from stalwart.api.auth_kinds import PATH_VALUES, PathValue, Scope
 from stalwart.api.errors import ForbiddenError, NotFoundError
 from stalwart.api.models.common import MAX_ID
 from stalwart.api.routes_table import RouteSpec
-from stalwart.api.states import AllocationState
+from stalwart.api.states import TASK_KINDS, AllocationState
 from stalwart.master.identity.sessions import Identity
 from stalwart.master.queries import (
     models_registry,
@@ -210,8 +210,9 @@ def _int_id(raw: Any) -> int | None:
 
 
 def _task_id(raw: Any) -> int | None:
-    """A task id ('command-3' or '3') as its command's id; None for what is no task id."""
-    return _int_id(str(raw).removeprefix("command-"))
+    """A task id ('notebook-3', 'command-3' or '3') as its row's id; None for what is no task id."""
+    kind, _, number = str(raw).rpartition("-")
+    return _int_id(number) if kind in ("", *TASK_KINDS) else None
 
 
 @dataclass(frozen=True)
@@ -226,7 +227,10 @@ FINDERS: dict[str, _Kind] = {
     "trial_id": _Kind("trial", _int_id, _owned("trial", wq.trial_place)),
     "uuid": _Kind("checkpoint", str, _checkpoint_target),
     "cmd_id": _Kind("command", _int_id, _owned("command", wq.command_place)),
-    "task_id": _Kind("command", _task_id, _owned("command", wq.command_place)),  # the one kind of task so far
+    "task_id": _Kind("task", _task_id, _owned("task", wq.command_place)),  # any kind: command-3, notebook-4, 5
+    "notebook_id": _Kind("notebook", _int_id, _owned("notebook", wq.command_place)),
+    "tensorboard_id": _Kind("TensorBoard", _int_id, _owned("TensorBoard", wq.command_place)),
+    "shell_id": _Kind("shell", _int_id, _owned("shell", wq.command_place)),
     "job_id": _Kind("job", str, _owned("job", wq.job_place)),
     "project_id": _Kind("project", _int_id, _owned("project", wq.project_place)),
     "workspace_id": _Kind("workspace", _int_id, _owned("workspace", wq.workspace_place)),

@@ -22,6 +22,7 @@ from fastapi import Request
 from starlette.requests import HTTPConnection
 
 from stalwart.api.errors import AuthError, ForbiddenError
+from stalwart.master.identity import task_cookies
 from stalwart.master.queries import users as q
 from stalwart.master.queries.rows import Conn
 from stalwart.master.service import Identity as Identity, Master
@@ -92,12 +93,36 @@ def authenticate_proxied(m: Master, request: HTTPConnection, *, websocket: bool)
     user route; a cookie-borne call that could change something (a method but GET, HEAD and OPTIONS, and every
     WebSocket) must come from a page of this master's own address (its `Origin`), in place of the CSRF header that
     a task's pages cannot send."""
-    ident, from_cookie = _session_of(m, request)
+    if on_proxy_host(m, request) and not request.headers.get("authorization"):
+        ident, from_cookie = _task_cookie_identity(m, request), True
+    else:
+        ident, from_cookie = _session_of(m, request)
     changes = websocket or request.scope.get("method", "GET") not in _SAFE_METHODS
     if from_cookie and changes and not _same_origin(request):
         raise ForbiddenError("a call through the task proxy with the session cookie must come from this master's own "
                              "pages (its Origin header did not name this master)")
     return ident
+
+
+def on_proxy_host(m: Master, request: HTTPConnection) -> bool:
+    """Whether `request` came to the task proxy's own host name (the master config's `proxy_host`)."""
+    proxy_host = m.settings.cluster.proxy_host
+    return bool(proxy_host) and request.headers.get("host", "").lower() == str(proxy_host).lower()
+
+
+def proxied_task_id(path: str) -> str:
+    """The task id of a path under the task proxy (`/proxy/<task id>/...`)."""
+    return path.removeprefix("/proxy/").partition("/")[0]
+
+
+def _task_cookie_identity(m: Master, request: HTTPConnection) -> Identity:
+    """On the proxy host: the session a task cookie names, for the task of the request's path (401 otherwise)."""
+    value = request.cookies.get(task_cookies.COOKIE)
+    if not value:
+        raise AuthError("not signed in to this task: open it from the master's own address (its link there brings you "
+                        "here signed in), or pass an access token (Authorization: Bearer TOKEN)")
+    task_id = proxied_task_id(request.scope["path"])
+    return identity_of(m, task_cookies.read(m.secret, "cookie", value, task_id).token_hash)
 
 
 def _same_origin(request: HTTPConnection) -> bool:

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from http.cookies import CookieError, SimpleCookie
 
-from stalwart.master.identity import sessions
+from stalwart.master.identity import sessions, task_cookies
 
 HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding",
     "upgrade",
 })
-MASTER_COOKIES = frozenset({sessions.COOKIE, sessions.CSRF_COOKIE})
+MASTER_COOKIES = frozenset({sessions.COOKIE, sessions.CSRF_COOKIE, task_cookies.COOKIE})
 NEVER_IN = HOP_BY_HOP | {"authorization", "cookie", "content-length", sessions.CSRF_HEADER}
 """Request headers not copied upstream as they are (cookies are copied less the master's own). `Host` is kept, as
 reverse proxies keep it: a service that checks a request's `Origin` against its `Host` (Jupyter does) sees them

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from stalwart.api import permissions as P
 from stalwart.api.errors import ForbiddenError, InvalidStateError, NotFoundError
+from stalwart.api.states import TASK_KINDS
 from stalwart.master.allocations import containers
 from stalwart.master.identity import authz, tokens
 from stalwart.master.identity.sessions import Identity
@@ -24,7 +25,7 @@ from stalwart.master.queries import allocations as allocation_rows, commands as 
 from stalwart.master.queries.rows import Conn, Row
 from stalwart.master.service import Master
 
-KINDS = ("command", "notebook", "tensorboard", "shell")
+KINDS = TASK_KINDS
 OWNER_ONLY = ("command", "notebook", "shell")
 
 
@@ -33,8 +34,15 @@ class Target:
     """A task's service as the proxy reaches it."""
 
     task_id: str
-    base_url: str  # http://host:port
+    allocation_id: str  # what runs it: traffic through the proxy is its activity (tasks/idle.py)
+    host: str  # its agent's address, as the master sees it
+    port: int
     service_token: str
+
+    @property
+    def base_url(self) -> str:
+        """http://host:port"""
+        return f"http://{_bracketed(self.host)}:{self.port}"
 
 
 def parse(task_id: str) -> tuple[str, int]:
@@ -62,7 +70,7 @@ def resolve(m: Master, conn: Conn, ident: Identity, task_id: str) -> Target:
         raise InvalidStateError(f"task {task_id} serves nothing now (it is {state}): a task's server answers once it "
                                 f"has started, until the task ends; `stalwart cmd logs {number}` shows how far it got")
     host = containers.addresses(conn, alloc["id"])[0]
-    return Target(task_id, f"http://{_bracketed(host)}:{alloc['service_port']}",
+    return Target(task_id, alloc["id"], host.strip("[]"), int(alloc["service_port"]),
                   tokens.service_token(m.secret, alloc["id"]))
 
 

@@ -20,7 +20,7 @@ from websockets.typing import Subprotocol
 
 log = logging.getLogger(__name__)
 
-OPEN_TIMEOUT_S = 10.0
+OPEN_TIMEOUT_S = 60.0
 UNREACHABLE = 1011  # "the server met an unexpected condition": the service did not take the connection
 
 

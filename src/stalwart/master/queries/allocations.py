@@ -167,8 +167,8 @@ def pending_of_stopped_trials(conn: Conn) -> list[str]:
 
 
 def trials_to_queue(conn: Conn) -> list[Row]:
-    """ACTIVE trials of ACTIVE experiments, neither held for the searcher nor asked to stop, with no allocation
-    that has not ended: each trial row with its experiment's `config`."""
+    """ACTIVE trials of ACTIVE managed experiments, neither held for the searcher nor asked to stop, with no
+    allocation that has not ended: each trial row with its experiment's `config`."""
     live = sa.select(_ALLOC.trial_id).where(_ALLOC.state != A.TERMINATED.value, _ALLOC.trial_id.is_not(None))
     return list(conn.execute(
         sa.select(t.trials, t.experiments.c.config)
@@ -179,6 +179,7 @@ def trials_to_queue(conn: Conn) -> list[Row]:
             t.trials.c.searcher_paused.is_(False),
             t.trials.c.stop_requested.is_(False),
             t.trials.c.id.notin_(live),
+            t.experiments.c.unmanaged.is_(False),  # a detached script starts its own runs
         )
     ).mappings().all())
 
@@ -194,7 +195,7 @@ def live_with_jobs(conn: Conn) -> list[dict[str, Any]]:
             t.allocations.outerjoin(t.trials, t.trials.c.id == _ALLOC.trial_id).outerjoin(j, sa.or_(
                 sa.and_(j.c.type == EXPERIMENT, j.c.entity_id == t.trials.c.experiment_id),
                 sa.and_(j.c.type == COMMAND, j.c.entity_id == _ALLOC.command_id))))
-        .where(_ALLOC.state != A.TERMINATED.value)
+        .where(_ALLOC.state != A.TERMINATED.value, _ALLOC.unmanaged.is_(False))  # detached runs hold no slot
     )
     return [dict(r) for r in conn.execute(q).mappings()]
 

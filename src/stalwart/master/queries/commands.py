@@ -20,18 +20,21 @@ def get(conn: Conn, cmd_id: int, what: str = "command") -> Row:
 
 
 def insert(conn: Conn, *, description: str, owner: str, config: dict[str, Any], archive: bytes, state: str,
-           created_at: float, project_id: int = 1) -> int:
-    """Store a new command in `project_id`; its id."""
+           created_at: float, project_id: int = 1, kind: str = "command") -> int:
+    """Store a new task (a command, or a task of another `kind`) in `project_id`; its id."""
     key = conn.execute(t.commands.insert().values(
         description=description, owner=owner, config=config, archive=archive, state=state,
-        created_at=created_at, project_id=project_id)).inserted_primary_key
+        created_at=created_at, project_id=project_id, kind=kind)).inserted_primary_key
     assert key is not None
     return int(key[0])
 
 
-def in_id_order(conn: Conn, state: str | None = None, workspaces: set[int] | None = None) -> list[Row]:
-    """Every command by id; only those in `state` when it is given, and in `workspaces` when they are given."""
+def in_id_order(conn: Conn, state: str | None = None, workspaces: set[int] | None = None,
+                kind: str | None = None) -> list[Row]:
+    """Every task by id; only those in `state`, in `workspaces` and of `kind` when those are given."""
     q = sa.select(t.commands).order_by(_CMD.id)
+    if kind is not None:
+        q = q.where(_CMD.kind == kind)
     if state is not None:
         q = q.where(_CMD.state == state)
     if workspaces is not None:
@@ -45,21 +48,40 @@ def state_of(conn: Conn, cmd_id: int) -> str | None:
     return state
 
 
-def end_if(conn: Conn, cmd_id: int, current: str, *, state: str, exit_code: int | None, ended_at: float) -> None:
-    """A command still in state `current` ends: its final `state`, exit code and end time."""
+def end_if(conn: Conn, cmd_id: int, current: str, *, state: str, exit_code: int | None, ended_at: float,
+           reason: str) -> None:
+    """A command still in state `current` ends: its final `state`, exit code and end time, and why it ended (unless
+    a reason was noted before its end, see `note_end_reason`)."""
     conn.execute(t.commands.update().where(_CMD.id == cmd_id, _CMD.state == current)
-                 .values(state=state, exit_code=exit_code, ended_at=ended_at))
+                 .values(state=state, exit_code=exit_code, ended_at=ended_at,
+                         end_reason=sa.func.coalesce(_CMD.end_reason, reason)))
 
 
-def set_ended(conn: Conn, cmd_id: int, *, state: str, ended_at: float) -> None:
+def set_ended(conn: Conn, cmd_id: int, *, state: str, ended_at: float, reason: str) -> None:
     """A command ends without having run (its exit code stays unset)."""
-    conn.execute(t.commands.update().where(_CMD.id == cmd_id).values(state=state, ended_at=ended_at))
+    conn.execute(t.commands.update().where(_CMD.id == cmd_id)
+                 .values(state=state, ended_at=ended_at, end_reason=reason))
+
+
+def note_end_reason(conn: Conn, cmd_id: int, reason: str) -> None:
+    """Why a running task is being stopped (killed by a user, idle), kept as its end reason once it ends; the
+    first reason noted stands."""
+    conn.execute(t.commands.update().where(_CMD.id == cmd_id, _CMD.end_reason.is_(None)).values(end_reason=reason))
+
+
+def running_with_allocations(conn: Conn) -> list[Row]:
+    """Each ACTIVE task whose allocation runs (no kill asked): id, kind, config, allocation_id, started_at."""
+    a = t.allocations.c
+    return list(conn.execute(
+        sa.select(_CMD.id, _CMD.kind, _CMD.config, a.id.label("allocation_id"), a.started_at, a.service_port)
+        .join(t.allocations, a.command_id == _CMD.id)
+        .where(_CMD.state == "ACTIVE", a.state == "RUNNING", a.kill_requested.is_(False))).mappings())
 
 
 def names(conn: Conn, state: str) -> dict[int, dict[str, Any]]:
-    """Command id -> {id, description, owner, workspace_id} of the commands in `state`."""
+    """Command id -> {id, description, owner, kind, workspace_id} of the tasks in `state`."""
     return {r["id"]: dict(r) for r in conn.execute(
-        sa.select(_CMD.id, _CMD.description, _CMD.owner, t.projects.c.workspace_id)
+        sa.select(_CMD.id, _CMD.description, _CMD.owner, _CMD.kind, t.projects.c.workspace_id)
         .join(t.projects, t.projects.c.id == _CMD.project_id).where(_CMD.state == state)).mappings()}
 
 

@@ -96,6 +96,7 @@ def delete_rows(conn: Conn, exp_id: int, keep_checkpoints: frozenset[str] = froz
     trial_ids = sa.select(t.trials.c.id).where(t.trials.c.experiment_id == exp_id).scalar_subquery()
     alloc_ids = sa.select(t.allocations.c.id).where(t.allocations.c.trial_id.in_(trial_ids)).scalar_subquery()
     conn.execute(t.task_logs.delete().where(t.task_logs.c.trial_id.in_(trial_ids)))
+    conn.execute(t.log_policy_matches.delete().where(t.log_policy_matches.c.trial_id.in_(trial_ids)))
     conn.execute(t.metrics.delete().where(t.metrics.c.trial_id.in_(trial_ids)))
     conn.execute(t.checkpoints.delete().where(t.checkpoints.c.trial_id.in_(trial_ids),
                                               t.checkpoints.c.uuid.not_in(keep_checkpoints)))
@@ -114,9 +115,11 @@ def context_archive(conn: Conn, exp_id: int) -> bytes | None:
 
 def insert(conn: Conn, *, name: str, description: str | None, labels: list[str], owner: str, config: dict[str, Any],
            config_text: str, state: S, created_at: float, project_id: int = 1) -> int:
-    """A new experiment (not archived, no progress, no searcher state yet) in `project_id`; returns its id."""
+    """A new experiment (not archived, no progress, no searcher state yet) in `project_id`; returns its id. Its
+    log retention is its config's `retention_policy.log_retention_days` (None: the master's)."""
+    retention = (config.get("retention_policy") or {}).get("log_retention_days")
     return int(conn.execute(t.experiments.insert().values(
-        project_id=project_id,
+        project_id=project_id, log_retention_days=retention,
         name=name, description=description, labels=labels, owner=owner, config=config, config_text=config_text,
         state=state.value, archived=False, progress=0.0, searcher_state=None, created_at=created_at,
     ).returning(t.experiments.c.id)).scalar_one())

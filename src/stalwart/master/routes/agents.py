@@ -26,7 +26,7 @@ from stalwart.api.models.agents import (
     SlotList,
 )
 from stalwart.api.models.trials import Accepted
-from stalwart.master import views
+from stalwart.master import log_policies, views
 from stalwart.master.allocations import env
 from stalwart.master.cluster import agents, credentials
 from stalwart.master.identity import authz
@@ -146,10 +146,11 @@ async def task_logs(request: Request) -> Accepted:
     if request.state.agent_id is not None:  # an agent's lines: only its own allocations', filed under them
         rows = await run_in_threadpool(credentials.own_log_rows, m, request.state.agent_id, rows)
     masked = functools.partial(env.secrets_of, m)  # the tokens a task was given never reach its stored logs
+    watch = functools.partial(log_policies.watch, m)  # the experiments' log policies see every trial line
     if m.db.is_sqlite:
-        n = store_rows(m.db, rows, allocation_id, masked)
+        n = store_rows(m.db, rows, allocation_id, masked, watch)
     else:
-        n = await run_in_threadpool(store_rows, m.db, rows, allocation_id, masked)
+        n = await run_in_threadpool(store_rows, m.db, rows, allocation_id, masked, watch)
     return Accepted(accepted=n)
 
 

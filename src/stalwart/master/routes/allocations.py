@@ -1,5 +1,5 @@
-"""/api/v1/allocations: preemption long-poll and ack, a task's server's port (task side); context, started, exited
-(agent side)."""
+"""/api/v1/allocations: preemption long-poll and ack, a task's server's port, a detached run's heartbeats and end (task
+side); context, started, exited (agent side)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,17 @@ from fastapi import APIRouter, Path, Query, Request
 from stalwart.api.errors import ForbiddenError, InvalidStateError, NotFoundError
 from stalwart.api.models.allocations import Context, Exited, Preemption, ServiceStarted, Started, StartedAnswer
 from stalwart.api.models.common import Empty
+from stalwart.api.models.detached import EndDetachedRun
 from stalwart.master.allocations import lifecycle
 from stalwart.master.cluster import credentials
+from stalwart.master.detached import runs as detached_runs
 from stalwart.master.experiments import intake
 from stalwart.master.identity import authz
 from stalwart.master.queries import allocations as allocation_rows
 from stalwart.master.routes.common import master
 from stalwart.master.routes.contract import route
 from stalwart.master.service import Master
+from stalwart.master.tasks import idle
 
 router = APIRouter(prefix="/api/v1/allocations", tags=["allocations"])
 
@@ -62,6 +65,33 @@ def service_started(request: Request, allocation_id: AllocationPath, payload: Se
             raise InvalidStateError(f"allocation {allocation_id} runs a trial: only tasks (notebooks, TensorBoards, "
                                     "shells, commands) serve through the master's proxy")
         allocation_rows.set_service_port(conn, allocation_id, payload.port)
+    idle.note_activity(m, allocation_id)  # a server's idle time counts from when it answers, not from its start
+    return Empty()
+
+
+@route(router, "POST", "/{allocation_id}/activity")
+def activity(request: Request, allocation_id: AllocationPath) -> Empty:
+    """The task is in use now (a notebook's kernel runs, a shell has a session open): its idle timeout starts over.
+    Traffic through the master's proxy counts by itself (tasks/idle.py)."""
+    m = _own(request, allocation_id)
+    with m.db.begin() as conn:
+        if allocation_rows.get(conn, allocation_id)["command_id"] is None:
+            raise InvalidStateError(f"allocation {allocation_id} runs a trial: only tasks have an idle timeout")
+    idle.note_activity(m, allocation_id)
+    return Empty()
+
+
+@route(router, "POST", "/{allocation_id}/detached/heartbeat")
+def detached_heartbeat(request: Request, allocation_id: AllocationPath) -> Empty:
+    """A detached script's run is alive (master config detached_heartbeat_timeout; docs/detached.md)."""
+    detached_runs.beat(_own(request, allocation_id), allocation_id)
+    return Empty()
+
+
+@route(router, "POST", "/{allocation_id}/detached/end")
+def detached_end(request: Request, allocation_id: AllocationPath, payload: EndDetachedRun) -> Empty:
+    """A detached script ends its run: its trial ends COMPLETED or in ERROR."""
+    detached_runs.end_run(_own(request, allocation_id), allocation_id, payload.state, payload.message)
     return Empty()
 
 

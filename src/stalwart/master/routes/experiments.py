@@ -13,6 +13,7 @@ from fastapi import APIRouter, Query, Request
 from stalwart.api import permissions as P
 from stalwart.api.errors import InvalidRequest, NotFoundError
 from stalwart.api.models.checkpoints import Checkpoint, CheckpointList
+from stalwart.api.models.common import Empty
 from stalwart.api.models.experiments import (
     BestMetric,
     ChangeGcPolicy,
@@ -29,6 +30,7 @@ from stalwart.api.models.experiments import (
     ModelDef,
     OrderBy,
     PatchExperiment,
+    RetainLogs,
     SortBy,
     TrialList,
 )
@@ -36,6 +38,7 @@ from stalwart.api.models.trials import Trial
 from stalwart.api.states import ExperimentState
 from stalwart.config import secrets, views as config_views
 from stalwart.master import offload, views
+from stalwart.master.detached import experiments as detached_experiments
 from stalwart.master.experiments import continuing, deleting, editing, experiments, gc_policy_change, warm_start
 from stalwart.master.experiments.gc_selection import Policy
 from stalwart.master.identity import authz
@@ -103,6 +106,9 @@ async def create(request: Request, payload: CreateExperiment) -> CreatedExperime
     owner = owner_of_new(request, payload.owner)
     if not payload.config.strip():
         raise InvalidRequest("config: required, the experiment config as YAML text")
+    detached_experiments.check_unmanaged_request(payload.unmanaged, payload.external_experiment_id)
+    if payload.unmanaged:
+        return await _create_detached(request, payload, owner)
     parent = _parent(m, request, payload.parent_id)
     # a template is merged under the config once, here: the merged config is what the experiment stores
     config_text = expansion.expand_text(m, request.state.identity, payload.template, payload.config)
@@ -135,6 +141,19 @@ async def create(request: Request, payload: CreateExperiment) -> CreatedExperime
         fits = fit.experiment_warnings(conn, row)
     return CreatedExperiment(experiment=Experiment.model_validate({**views.experiment(row), "warnings": fits}),
                              warnings=[*warnings, *fits])
+
+
+async def _create_detached(request: Request, payload: CreateExperiment, owner: str) -> CreatedExperiment:
+    """A detached experiment (docs/detached.md), or the one its external id names: nothing to check in a context."""
+    if payload.context or payload.parent_id is not None or payload.template is not None or payload.validate_only:
+        raise InvalidRequest("a detached experiment (unmanaged: true) takes no context, parent_id, template or "
+                             "validate_only: its script runs outside the cluster")
+    m = master(request)
+    exp_id = await asyncio.to_thread(detached_experiments.create_or_find, m, request.state.identity, owner,
+                                     payload.config, payload.external_experiment_id)
+    with m.db.begin() as conn:
+        row = experiment_rows.get(conn, exp_id)
+    return CreatedExperiment(experiment=Experiment.model_validate(views.experiment(row)), warnings=[])
 
 
 def _check_warm_start(m: Master, request: Request, checked: experiments.NewExperiment) -> None:
@@ -277,6 +296,9 @@ async def act(request: Request, exp_id: IdPath, action: str) -> ExperimentEnvelo
     if action not in ACTIONS:
         raise NotFoundError(f"unknown experiment action '{action}'; use one of {', '.join(sorted(ACTIONS))}")
     m = master(request)
+    if action in ("pause", "activate"):
+        with m.db.begin() as conn:
+            detached_experiments.refuse_unmanaged(conn, exp_id, action)
     ACTIONS[action](m, exp_id)
     with m.db.begin() as conn:
         row = experiment_rows.get(conn, exp_id)
@@ -316,6 +338,14 @@ async def best_validation(request: Request, exp_id: IdPath) -> BestMetric:
     if best is None:
         raise NotFoundError(f"experiment {exp_id} has no validation of '{row['config']['searcher']['metric']}' yet")
     return BestMetric(metric=best["value"])
+
+
+@route(router, "PUT", "/{exp_id}/retain_logs")
+async def retain_logs(request: Request, exp_id: IdPath, payload: RetainLogs) -> Empty:
+    """Determined's `e set log-retention`: the ended experiment's trials keep their logs `num_days` days after they
+    end (-1: forever), overriding the master's retention_policy (docs/logs.md)."""
+    editing.set_log_retention(master(request), exp_id, payload.num_days)
+    return Empty()
 
 
 @route(router, "PATCH", "/{exp_id}/checkpoint-gc-policy")

@@ -12,28 +12,62 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Coroutine
+from typing import Any
 
-import httpx
 from fastapi import APIRouter, Request, WebSocket
+from fastapi.routing import APIRoute
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from stalwart.api.errors import StalwartError
 from stalwart.api.routes_table import PROXY_METHODS, PROXY_PATH, lookup
 from stalwart.master.identity import sessions
-from stalwart.master.proxy import forward, target, websocket
+from stalwart.master.proxy import forward, target, tcp_tunnel, upstream, websocket
 from stalwart.master.routes.common import master
 from stalwart.master.routes.contract import responses
 from stalwart.master.service import Master
+from stalwart.master.tasks import idle
 
-router = APIRouter(tags=["proxy"])
+
+class ProxyRoute(APIRoute):
+    """A task proxy route: its endpoint is called with the request and the path's parameters alone, without
+    FastAPI's dependency solving and body parsing (the proxy's parameters are the path's strings, and its body
+    is the service's to read), and answers with a `Forwarded` that speaks ASGI itself (bench/RESULTS.md, B15)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        endpoint = self.endpoint
+
+        async def handler(request: Request) -> Response:
+            answer: Response = await endpoint(request, **request.path_params)
+            return answer
+
+        return handler
 
 
-def _client(m: Master) -> httpx.AsyncClient:
-    """The master's client for task services, made on first use (on the event loop that serves the proxy)."""
-    if m.proxy_client is None:
-        m.proxy_client = forward.new_client()
-    client: httpx.AsyncClient = m.proxy_client
-    return client
+class Forwarded(Response):
+    """The service's answer, streamed to the caller as it comes (proxy/forward.py)."""
+
+    def __init__(self, pool: upstream.Pool, found: target.Target) -> None:  # no body or headers of its own
+        self.pool = pool
+        self.found = found
+        self.background = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        found = self.found
+        await forward.forward(self.pool, scope, receive, send, (found.host, found.port), found.service_token,
+                              found.task_id)
+
+
+def _pool(m: Master) -> upstream.Pool:
+    """The master's connections to task services, made on first use."""
+    if m.proxy_pool is None:
+        m.proxy_pool = upstream.Pool()
+    pool: upstream.Pool = m.proxy_pool
+    return pool
+
+
+router = APIRouter(tags=["proxy"], route_class=ProxyRoute)
 
 
 RESOLVED_FOR_S = 2.0
@@ -67,7 +101,8 @@ async def proxy_http(request: Request, task_id: str, path: str) -> Response:
     m = master(request)
     ident = sessions.authenticate_proxied(m, request, websocket=False)
     found = await _found(m, ident, task_id)
-    return await forward.forward(_client(m), request, found.base_url, found.service_token, task_id)
+    idle.note_traffic(m, found.task_id, found.allocation_id)
+    return Forwarded(_pool(m), found)
 
 
 async def proxy_websocket(ws: WebSocket, task_id: str, path: str) -> None:
@@ -80,7 +115,14 @@ async def proxy_websocket(ws: WebSocket, task_id: str, path: str) -> None:
         await ws.close(code=1008, reason=str(err)[:120])  # before accept: the handshake is answered 403
         return
     url = "ws" + found.base_url.removeprefix("http") + forward.upstream_target(ws)
-    await websocket.relay(ws, url, forward.outgoing_headers(ws, found.service_token), task_id)
+    idle.note_traffic(m, found.task_id, found.allocation_id)
+    try:
+        if target.parse(task_id)[0] == "shell":  # sshd speaks raw TCP: the WebSocket is its tunnel
+            await tcp_tunnel.relay(ws, found.base_url, task_id)
+            return
+        await websocket.relay(ws, url, forward.outgoing_headers(ws, found.service_token), task_id)
+    finally:
+        idle.note_traffic(m, found.task_id, found.allocation_id)  # a long session counts until it closes
 
 
 for _method in PROXY_METHODS:  # one route each, so that the document shows each method's own answers

@@ -3,31 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import json
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 
-import yaml
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import StreamingResponse
 
-from stalwart.api import permissions as P
 from stalwart.api.errors import InvalidRequest, NotFoundError
 from stalwart.api.models.common import MAX_ID
 from stalwart.api.models.tasks import Command, CommandEnvelope, CreateCommand, TaskEnvelope, TaskList
-from stalwart.config import secrets
-from stalwart.master import offload
-from stalwart.master.identity import authz
-from stalwart.master.queries import allocations as allocation_rows, commands as command_rows, jobs as job_rows
+from stalwart.api.states import TASK_KINDS
+from stalwart.master.queries import allocations as allocation_rows, commands as command_rows
 from stalwart.master.routes.common import AfterId, IdPath, master, owner_of_new
 from stalwart.master.routes.contract import route
-from stalwart.master.scheduling import jobs
 from stalwart.master.service import Master
-from stalwart.master.tasks import commands
-from stalwart.master.templates import expansion
-from stalwart.master.workspaces import placement
+from stalwart.master.tasks import commands, listing, starting
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
 
@@ -39,10 +30,11 @@ LOG_PAGE = 5000
 
 
 def _task_id(task_id: str) -> int:
-    """The command id of a task id ('command-3' or '3'): 404 for what is no task id, 400 for one out of range."""
-    text = task_id.removeprefix("command-")
-    if not (text.isascii() and text.isdigit()):
-        raise NotFoundError(f"task {task_id} not found; task ids look like 'command-3' or '3' "
+    """The row id of a task id ('notebook-3', 'command-3' or '3'): 404 for what is no task id, 400 for one out of
+    range."""
+    kind, _, text = task_id.rpartition("-")
+    if kind not in ("", *TASK_KINDS) or not (text.isascii() and text.isdigit()):
+        raise NotFoundError(f"task {task_id} not found; task ids look like 'notebook-3', 'command-3' or '3' "
                             "(see `stalwart cmd list`)")
     cmd_id = int(text)
     if cmd_id > MAX_ID:
@@ -51,35 +43,7 @@ def _task_id(task_id: str) -> int:
 
 
 def _describe(m: Master, cmd_id: int) -> Command:
-    with m.db.begin() as conn:
-        cmd = command_rows.get(conn, cmd_id)
-        alloc = commands.allocation_of(conn, cmd_id)
-        pool = job_rows.pool_of(conn, jobs.COMMAND, cmd_id)
-        place = command_rows.places(conn, [cmd_id]).get(cmd_id)
-    return Command.model_validate({**commands.view(cmd, alloc, pool, place), "config": secrets.redact(cmd["config"])})
-
-
-def _check(m: Master, config: dict[str, Any], context: str | None) -> tuple[bytes | None, dict[str, Any]]:
-    archive = None
-    if context:
-        try:
-            archive = base64.b64decode(context, validate=True)
-        except (binascii.Error, ValueError):
-            raise InvalidRequest("context: expected a base64-encoded .tgz of the context directory") from None
-    return archive, commands.check_command(m, config, archive, read_archive=offload.archive_names)
-
-
-def _config(given: str | dict[str, Any]) -> dict[str, Any]:
-    """The command config from the body: a mapping, or YAML text of one."""
-    config: Any = given
-    if isinstance(config, str):
-        try:
-            config = yaml.safe_load(config) or {}
-        except yaml.YAMLError as err:
-            raise InvalidRequest(f"config: not valid YAML: {err}") from None
-    if not isinstance(config, dict):
-        raise InvalidRequest("config: expected a mapping (the command config)")
-    return config
+    return Command.model_validate(listing.describe(m, cmd_id))
 
 
 @route(router, "POST", "/commands")
@@ -87,15 +51,8 @@ async def create(request: Request, payload: CreateCommand) -> CommandEnvelope:
     """config: YAML text or a mapping (with `entrypoint`); context: base64 .tgz (optional); owner."""
     m = master(request)
     owner = owner_of_new(request, payload.owner)
-    # a template is merged under the config once, here: the merged config is what the command stores
-    config = expansion.expand(m, request.state.identity, payload.template, _config(payload.config),
-                              keys=commands.COMMAND_SPEC)
-    # Off the event loop: decoding a big context, and reading the archive (in a worker process, see offload).
-    archive, checked = await asyncio.to_thread(_check, m, config, payload.context or None)
-    with m.db.begin() as conn:  # the config's workspace and project (else Uncategorized); it needs create_commands
-        project = placement.project_for(conn, checked)
-    authz.require(m, request.state.identity, P.CREATE_COMMANDS, placement.target(project))
-    cmd_id = commands.create_command(m, config, archive, owner, checked=checked, project=project)
+    cmd_id = await starting.start(m, request.state.identity, owner, starting.config_of(payload.config),
+                                  template=payload.template, context=payload.context or None)
     return CommandEnvelope(command=_describe(m, cmd_id))
 
 
@@ -107,22 +64,15 @@ async def describe(request: Request, cmd_id: IdPath) -> CommandEnvelope:
 @route(router, "POST", "/commands/{cmd_id}/kill")
 async def kill(request: Request, cmd_id: IdPath) -> CommandEnvelope:
     m = master(request)
-    commands.kill(m, cmd_id)
+    commands.kill(m, cmd_id, f"killed by {request.state.identity.username}")
     return CommandEnvelope(command=_describe(m, cmd_id))
 
 
 @route(router, "GET", "/tasks")
 async def list_tasks(request: Request, show_all: ShowAll = False) -> TaskList:
     """The tasks of the workspaces the caller may view tasks in."""
-    m = master(request)
-    seen = authz.viewable_workspaces(m, request.state.identity, P.VIEW_TASKS)
-    with m.db.begin() as conn:
-        cmds = command_rows.in_id_order(conn, None if show_all else commands.ACTIVE, seen)
-        pools = job_rows.pools_by_entity(conn, jobs.COMMAND)
-        allocs = {c["id"]: commands.allocation_of(conn, c["id"]) for c in cmds}
-        places = command_rows.places(conn, [c["id"] for c in cmds])
-    return TaskList(tasks=[Command.model_validate(commands.view(c, allocs[c["id"]], pools.get(c["id"]),
-                                                                places.get(c["id"]))) for c in cmds])
+    tasks = listing.visible(master(request), request.state.identity, show_all=show_all)
+    return TaskList(tasks=[Command.model_validate(t) for t in tasks])
 
 
 @route(router, "GET", "/tasks/{task_id}")

@@ -19,6 +19,7 @@ from stalwart.api.models.checkpoints import Checkpoint, CheckpointList
 from stalwart.api.models.common import MAX_ID, Empty
 from stalwart.api.models.trials import (
     Accepted,
+    LogPolicyMatch,
     MetricList,
     MetricPoint,
     ReportEarlyExit,
@@ -27,14 +28,15 @@ from stalwart.api.models.trials import (
     Trial,
     TrialDetail,
 )
+from stalwart.api.states import LOG_LEVELS
 from stalwart.config import views as cviews
 from stalwart.master import views
 from stalwart.master.experiments import intake, trials
-from stalwart.master.log_rows import LEVELS
 from stalwart.master.logs import read_logs, tail_start
 from stalwart.master.queries import (
     checkpoints as checkpoint_rows,
     experiments as experiment_rows,
+    log_policies as policy_rows,
     metrics as metric_rows,
     runs,
     trials as trial_rows,
@@ -47,7 +49,7 @@ from stalwart.master.service import Master
 router = APIRouter(prefix="/api/v1/trials", tags=["trials"])
 
 GroupQuery = Annotated[str | None, Query(max_length=64, description="only reports of this group")]
-Levels = Annotated[list[str] | None, Query(max_length=len(LEVELS), description="only these levels (repeat the key "
+Levels = Annotated[list[str] | None, Query(max_length=len(LOG_LEVELS), description="only these levels (repeat the key "
                                                                               "or separate with commas)")]
 Since = Annotated[str | None, Query(max_length=64, description="only lines at or after this time: epoch seconds or "
                                                                "ISO 8601 (e.g. 2026-01-02T03:04:05Z)")]
@@ -64,10 +66,13 @@ async def describe(request: Request, trial_id: IdPath) -> TrialDetail:
         trial_runs = runs.of_trial(conn, trial_id)
         latest = trials.latest_checkpoint(conn, trial_id)
         summary = views.trial_summaries(conn, [trial_id])[trial_id]
+        matches = policy_rows.of_trial(conn, trial_id)
     return TrialDetail(
         trial=Trial.model_validate(views.trial(row, summary)),
         runs=[Allocation.model_validate(views.allocation(r)) for r in trial_runs],
         latest_checkpoint=Checkpoint.model_validate(views.checkpoint(latest)) if latest else None,
+        log_policy_matches=[LogPolicyMatch.model_validate({k: v for k, v in r.items() if k not in ("id", "trial_id")})
+                            for r in matches],
     )
 
 
@@ -117,8 +122,8 @@ def _log_block(m: Master, trial_id: int, after_id: int, where: LogFilter,
 def _levels(values: list[str] | None) -> tuple[str, ...]:
     levels = tuple(dict.fromkeys(p.strip().upper() for v in values or [] for p in v.split(",") if p.strip()))
     for level in levels:
-        if level not in LEVELS:
-            raise InvalidRequest(f"levels: unknown log level '{level}'; use any of {', '.join(LEVELS)}")
+        if level not in LOG_LEVELS:
+            raise InvalidRequest(f"levels: unknown log level '{level}'; use any of {', '.join(LOG_LEVELS)}")
     return levels
 
 

@@ -16,7 +16,7 @@ from stalwart.master.queries.rows import Conn
 from stalwart.master.scheduling import placing
 from stalwart.master.service import Master, now
 from stalwart.rm import Gang, PoolCapacity, QueueEntry, ResourceManager, RunStatus
-from stalwart.scheduler import AgentState, PoolPolicy, Request, schedule
+from stalwart.scheduler import AgentState, Decision, PoolPolicy, Request, schedule
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class AgentManager(ResourceManager):
             placing.start_gang(self.m, self.conn, start.allocation_id, start.containers, backfilled=start.backfilled)
         for allocation_id in decision.preemptions:
             lifecycle.request_preemption(self.m, self.conn, allocation_id)
-        placing.record_reasons(self.conn, gangs, decision.unschedulable)
+        placing.record_reasons(self.conn, gangs, _with_exclusions(gangs, decision))
 
     def _agents(self) -> list[AgentState]:
         used = containers.used_slots(self.conn)
@@ -95,11 +95,22 @@ class AgentManager(ResourceManager):
         return placing.queue_of(self.conn, self._pools)
 
 
+def _with_exclusions(gangs: Sequence[Gang], decision: Decision) -> dict[str, str]:
+    """The decision's reasons, and for a pending gang left waiting with excluded agents, that it is kept off them."""
+    reasons = dict(decision.unschedulable)
+    started = {s.allocation_id for s in decision.starts}
+    for g in gangs:
+        if g.excluded_nodes and g.state == A.PENDING.value and g.allocation_id not in started | reasons.keys():
+            reasons[g.allocation_id] = (f"kept off agent(s) {', '.join(sorted(g.excluded_nodes))}, where its trial's "
+                                        "logs matched an exclude_node log policy; waiting for another agent")
+    return reasons
+
+
 def _request(g: Gang, placed: dict[str, list[tuple[str, tuple[int, ...]]]]) -> Request:
     return Request(
         allocation_id=g.allocation_id, job_id=g.job_id, slots=g.slots, resource_pool=g.pool, priority=g.priority,
         weight=g.weight, max_slots=g.max_slots, queue_position=g.queue_position, submitted_at=g.submitted_at,
         preemptible=g.preemptible,
         containers=tuple(placed.get(g.allocation_id, ())) if g.state != A.PENDING.value else (),
-        preempting=g.preempt_requested,
+        preempting=g.preempt_requested, excluded_agents=g.excluded_nodes,
     )

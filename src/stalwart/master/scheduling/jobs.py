@@ -84,6 +84,7 @@ def list_jobs(m: Master, pool: str | None = None) -> list[dict[str, Any]]:
         state = "QUEUED" if not held else "SCHEDULED_BACKFILLED" if any(a[2] for a in held) else "SCHEDULED"
         out.append({
             "job_id": row["id"], "type": row["type"], "entity_id": row["entity_id"],
+            "task_kind": entity.get("kind") if row["type"] == COMMAND else None,
             "name": entity.get("name") or entity.get("description") or "", "owner": entity["owner"],
             "workspace_id": entity["workspace_id"],
             "state": state, "priority": row["priority"], "weight": row["weight"], "max_slots": row["max_slots"],

@@ -9,16 +9,16 @@ from typing import Any
 
 from stalwart.api.states import AllocationState as A
 from stalwart.master.allocations import containers
-from stalwart.master.queries import allocations as allocation_rows
+from stalwart.master.queries import allocations as allocation_rows, log_policies as policy_rows
 from stalwart.master.queries.rows import Conn
 from stalwart.master.service import Master
 from stalwart.rm import Gang, NodeContainer, QueueEntry, RunStatus
 from stalwart.scheduler import Container
 
 
-def gang_of(row: Mapping[str, Any]) -> Gang:
+def gang_of(row: Mapping[str, Any], excluded: frozenset[str] = frozenset()) -> Gang:
     """One live allocation row (with its job's queue fields, `allocation_rows.live_with_jobs`) as a gang; a run
-    whose job is gone keeps the defaults the scheduler always gave it."""
+    whose job is gone keeps the defaults the scheduler always gave it. `excluded`: the agents it may not use."""
     return Gang(
         allocation_id=row["id"], job_id=row["job_id"] or row["id"], pool=row["resource_pool"] or "default",
         slots=row["slots"], state=row["state"],
@@ -26,13 +26,18 @@ def gang_of(row: Mapping[str, Any]) -> Gang:
         weight=row["weight"] if row["weight"] is not None else 1.0, max_slots=row["max_slots"],
         queue_position=row["queue_position"] or 0.0, submitted_at=row["created_at"],
         preemptible=row["command_id"] is None, preempt_requested=bool(row["preempt_requested"]),
-        kill_requested=bool(row["kill_requested"]), pending_reason=row["pending_reason"],
+        kill_requested=bool(row["kill_requested"]), pending_reason=row["pending_reason"], excluded_nodes=excluded,
     )
 
 
 def live_gangs(conn: Conn) -> list[Gang]:
-    """Every allocation that has not ended, as a gang."""
-    return [gang_of(r) for r in allocation_rows.live_with_jobs(conn)]
+    """Every allocation that has not ended, as a gang; a pending trial run without the agents where its earlier
+    runs' logs matched an `exclude_node` log policy (master/log_policies.py)."""
+    rows = allocation_rows.live_with_jobs(conn)
+    pending = [r["trial_id"] for r in rows if r["trial_id"] is not None and r["state"] == A.PENDING.value]
+    excluded = policy_rows.excluded_agents(conn, pending)
+    return [gang_of(r, excluded.get(r["trial_id"], frozenset()) if r["state"] == A.PENDING.value else frozenset())
+            for r in rows]
 
 
 def record_reasons(conn: Conn, gangs: Sequence[Gang], reasons: Mapping[str, str]) -> None:

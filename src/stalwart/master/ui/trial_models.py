@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 
 from stalwart.api.errors import InvalidRequest
 from stalwart.api.models.common import JsonObject
+from stalwart.api.states import LOG_LEVELS
 from stalwart.master import views
 from stalwart.master.provisioning import describe
 from stalwart.master.queries import (
@@ -27,8 +28,6 @@ from stalwart.master.series.index import MetricsIndex
 from stalwart.master.service import Master
 from stalwart.master.ui.metric_choice import default_metric
 from stalwart.master.ui.models import TRIAL_SERIES_POINTS, flatten, ready_index, trial_stats
-
-LEVELS = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def _metric_names(conn: Conn, built: MetricsIndex | None, trial_id: int) -> dict[str, list[str]]:
@@ -97,9 +96,9 @@ def trial_logs(m: Master, trial_id: int, *, tail: int = 1000, level: str = "", q
     if not 1 <= tail <= 20000:
         raise InvalidRequest(f"tail: expected 1..20000, got {tail}")
     level = level.upper()
-    if level and level not in LEVELS:
-        raise InvalidRequest(f"level: expected one of {', '.join(LEVELS)}, got {level!r}")
-    levels = LEVELS[LEVELS.index(level):] if level else ()
+    if level and level not in LOG_LEVELS:
+        raise InvalidRequest(f"level: expected one of {', '.join(LOG_LEVELS)}, got {level!r}")
+    levels = LOG_LEVELS[LOG_LEVELS.index(level):] if level else ()
     with m.db.begin() as conn:
         trial_queries.get(conn, trial_id)
         rows = ui_trials.log_tail(conn, trial_id, levels=levels, text=q, limit=tail + 1)

@@ -12,13 +12,15 @@ import types
 from stalwart.harness.errors import InvalidHP
 from stalwart.harness.info import ClusterInfo, TrialInfo, get_cluster_info
 
-from . import errors
+from . import errors, workload
+from ._env_context import EnvContext, ExperimentConfig
+from ._trial_layer import LegacyTrial, TrialContext, TrialController, _DistributedBackend
 
 __version__ = "0.38.1+stalwart"
 LOG_FORMAT = "%(levelname)s: [%(process)s] %(name)s: %(message)s"
 
-_LAZY = {"core", "pytorch", "launch", "searcher", "keras", "tensorflow", "horovod", "experimental", "transformers",
-         "deepspeed"}
+_LAZY = {"core", "pytorch", "launch", "searcher", "util", "common", "tensorboard", "keras", "tensorflow", "horovod",
+         "experimental", "transformers", "deepspeed"}
 
 
 def __getattr__(name: str) -> types.ModuleType:
@@ -29,3 +31,5 @@ def __getattr__(name: str) -> types.ModuleType:
 
 
 __all__ = ["ClusterInfo", "InvalidHP", "LOG_FORMAT", "TrialInfo", "errors", "get_cluster_info"]
+__all__ += ["EnvContext", "ExperimentConfig", "LegacyTrial", "TrialContext", "TrialController", "_DistributedBackend",
+            "workload"]

@@ -1,5 +1,6 @@
-"""determined.deepspeed: not implemented by Stalwart; importing it says so."""
+"""determined.deepspeed: not implemented by Stalwart; importing it says so (see determined.pytorch.deepspeed)."""
 
 from ._unsupported import refuse
 
-refuse("determined.deepspeed", "use determined.pytorch with torch.distributed")
+refuse("determined.deepspeed", "DeepSpeed is out of scope for now (its CPU path needs ops built for another torch "
+       "than the 2.13 Stalwart runs); use determined.pytorch with torch.distributed")

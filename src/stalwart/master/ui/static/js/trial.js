@@ -25,6 +25,7 @@ function renderHead() {
     ["Duration", fmtDuration(t.duration_s)], ["Started", fmtTime(t.created_at)], ["Ended", fmtTime(t.ended_at)],
   ];
   if (t.early_exit) facts.push(["Early exit", t.early_exit]);
+  if (t.log_policy_matched) facts.push(["Log policy matched", el("span", { class: "error-text", text: t.log_policy_matched })]);
   if (t.error_message) facts.push(["Error", el("span", { class: "error-text", text: t.error_message })]);
   $("#facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", {}, v)]));
   renderTable($("#hparams"), {
@@ -41,7 +42,7 @@ function renderHead() {
       { key: "started_at", label: "Started", render: (r) => fmtTime(r.started_at) },
       { key: "ended_at", label: "Ended", render: (r) => fmtTime(r.ended_at) },
       { key: "exit_code", label: "Exit code", numeric: true },
-      { key: "exit_reason", label: "Reason", render: (r) => el("span", { class: r.failure ? "error-text" : "" }, r.exit_reason || (r.state === "TERMINATED" ? "—" : "running"), r.failure ? " (counts as a restart)" : "") },
+      { key: "exit_reason", label: "Reason", render: (r) => el("span", { class: r.failure ? "error-text" : "" }, r.exit_reason || (r.state === "TERMINATED" ? "—" : "running"), r.failure ? " (a failure, counted against max_restarts)" : "") },
     ],
     rows: model.runs,
   });

@@ -1,6 +1,7 @@
 """determined.experimental inside trials: Stalwart's SDK. `from determined.experimental import client` is
 `stalwart.experimental.client` itself, and needs no login there: the trial's environment names its master and
-holds the trial's own credential.
+holds the trial's own credential. `determined.experimental.core_v2` is `stalwart.harness.core_v2` (its own module
+here, imported when asked for: it starts nothing until init()).
 """
 
 import sys
