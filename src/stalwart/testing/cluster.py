@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import random
 import signal
 import socket
 import subprocess
@@ -35,6 +36,24 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+def rendezvous_port() -> int:
+    """A free port below the kernel's ephemeral range (32768 up), for a port another process binds later.
+
+    A `free_port()` comes from that range, where any process's outgoing connection may take it before
+    torch's store binds it; the store's chief then fails and its peers wait for it until they time out.
+    The master picks rendezvous ports below that range for the same reason (29500..30499).
+    """
+    rng = random.SystemRandom()
+    while True:
+        port = rng.randrange(20000, 29000)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
 
 
 class LocalTestCluster:

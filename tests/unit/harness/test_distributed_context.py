@@ -19,7 +19,7 @@ import pytest
 
 from stalwart.harness import core
 from stalwart.harness.torch_distributed import LaunchError, topology, worker_command
-from stalwart.testing.cluster import free_port
+from stalwart.testing.cluster import rendezvous_port
 
 WORKER = str(pathlib.Path(__file__).with_name("dist_worker.py"))
 LAUNCHER = [sys.executable, "-m", "determined.launch.torch_distributed"]
@@ -33,6 +33,19 @@ def clean_env(**extra: str) -> dict:
     env["PYTHONPATH"] = COMPAT
     env.update(extra)
     return env
+
+
+def wait_for_gang(procs: list[subprocess.Popen], timeout: float) -> list[tuple[str, str]]:
+    """Each launcher's (stdout, stderr), the chief (first) waited for first: when it fails, its peers are
+    stopped at once (they would wait for its store until torch's own timeout) and its output is shown."""
+    outs = [procs[0].communicate(timeout=timeout)]
+    if procs[0].returncode != 0:
+        for p in procs[1:]:
+            p.kill()
+        raise AssertionError(f"the chief's launcher failed ({procs[0].returncode}): {outs[0]}")
+    outs += [p.communicate(timeout=timeout) for p in procs[1:]]
+    assert [p.returncode for p in procs] == [0] * len(procs), outs
+    return outs
 
 
 def results(output: str) -> dict[int, dict]:
@@ -61,7 +74,7 @@ def check_collectives(res: dict[int, dict], size: int, local_size: int) -> None:
 
 
 def test_collectives_between_two_processes_on_a_chief_hosted_store():
-    port = free_port()
+    port = rendezvous_port()
     procs = [subprocess.Popen([sys.executable, WORKER, "collectives", str(rank), "2", str(port)], env=clean_env(),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in (0, 1)]
     outs = [p.communicate(timeout=120)[0] for p in procs]
@@ -97,14 +110,13 @@ def test_checkpoints_chief_only_and_sharded_between_two_workers(tmp_path):
 
 
 def test_two_launchers_form_one_job_as_two_containers_on_loopback():
-    port = free_port()
+    port = rendezvous_port()
     env = dict(STALWART_NUM_CONTAINERS="2", STALWART_CONTAINER_ADDRS='["127.0.0.1", "127.0.0.1"]',
                STALWART_RENDEZVOUS_PORT=str(port), DET_SLOT_IDS="[0]")
     procs = [subprocess.Popen([*LAUNCHER, "python3", WORKER, "collectives"],
                               env=clean_env(**env, STALWART_CONTAINER_RANK=str(rank)),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in (1, 0)]
-    outs = [p.communicate(timeout=180) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outs
+    outs = wait_for_gang([procs[1], procs[0]], timeout=180)  # rank 1 started first, the chief waited for first
     found = results("\n".join(o for o, _ in outs))
     check_collectives(found, size=2, local_size=1)
     assert found[1]["chief_ip"] == "127.0.0.1"
@@ -114,7 +126,7 @@ def test_two_launchers_form_one_job_as_two_containers_on_loopback():
 def test_when_one_container_dies_the_other_containers_workers_fail_too(tmp_path):
     """Across containers the master tears the gang down; the survivors also fail on their own, in seconds."""
     env = dict(STALWART_NUM_CONTAINERS="2", STALWART_CONTAINER_ADDRS='["127.0.0.1", "127.0.0.1"]',
-               STALWART_RENDEZVOUS_PORT=str(free_port()), DET_SLOT_IDS="[0]")
+               STALWART_RENDEZVOUS_PORT=str(rendezvous_port()), DET_SLOT_IDS="[0]")
     procs = [subprocess.Popen([*LAUNCHER, "python3", WORKER, "allreduce", str(tmp_path)],
                               env=clean_env(**env, STALWART_CONTAINER_RANK=str(rank)), stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True) for rank in (0, 1)]

@@ -8,7 +8,7 @@ import pathlib
 import subprocess
 import sys
 
-from stalwart.testing.cluster import free_port
+from stalwart.testing.cluster import rendezvous_port
 
 WORKER = str(pathlib.Path(__file__).with_name("shard_worker.py"))
 FILES_OF = {0: ["a_own0.txt", "metadata.json", "model/weights.bin"], 1: ["a_own1.txt", "model"]}
@@ -19,7 +19,7 @@ def _files(root: pathlib.Path) -> list[str]:
 
 
 def _run_ranks(storage: pathlib.Path) -> dict[int, dict]:
-    port = free_port()
+    port = rendezvous_port()
     procs = [subprocess.Popen([sys.executable, WORKER, str(rank), str(port), str(storage)], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) for rank in (0, 1)]
     outs = [p.communicate(timeout=120)[0] for p in procs]
