@@ -20,6 +20,7 @@ import pytest
 from stalwart.harness import core
 from stalwart.harness.torch_distributed import LaunchError, topology, worker_command
 from stalwart.testing.cluster import rendezvous_port
+from stalwart.testing.gang import wait_for_gang
 
 WORKER = str(pathlib.Path(__file__).with_name("dist_worker.py"))
 LAUNCHER = [sys.executable, "-m", "determined.launch.torch_distributed"]
@@ -33,19 +34,6 @@ def clean_env(**extra: str) -> dict:
     env["PYTHONPATH"] = COMPAT
     env.update(extra)
     return env
-
-
-def wait_for_gang(procs: list[subprocess.Popen], timeout: float) -> list[tuple[str, str]]:
-    """Each launcher's (stdout, stderr), the chief (first) waited for first: when it fails, its peers are
-    stopped at once (they would wait for its store until torch's own timeout) and its output is shown."""
-    outs = [procs[0].communicate(timeout=timeout)]
-    if procs[0].returncode != 0:
-        for p in procs[1:]:
-            p.kill()
-        raise AssertionError(f"the chief's launcher failed ({procs[0].returncode}): {outs[0]}")
-    outs += [p.communicate(timeout=timeout) for p in procs[1:]]
-    assert [p.returncode for p in procs] == [0] * len(procs), outs
-    return outs
 
 
 def results(output: str) -> dict[int, dict]:

@@ -15,7 +15,8 @@ import sys
 
 import pytest
 
-from stalwart.testing.cluster import free_port
+from stalwart.testing.cluster import rendezvous_port
+from stalwart.testing.gang import wait_for_gang
 
 WORKER = str(pathlib.Path(__file__).with_name("ddp_worker.py"))
 
@@ -29,11 +30,10 @@ def _launch(storage: pathlib.Path, containers: int) -> str:
         envs = [{**env, "DET_SLOT_IDS": "[0, 1]"}]
     else:
         shared = {"STALWART_NUM_CONTAINERS": "2", "STALWART_CONTAINER_ADDRS": '["127.0.0.1", "127.0.0.1"]',
-                  "STALWART_RENDEZVOUS_PORT": str(free_port()), "DET_SLOT_IDS": "[0]"}
+                  "STALWART_RENDEZVOUS_PORT": str(rendezvous_port()), "DET_SLOT_IDS": "[0]"}
         envs = [{**env, **shared, "STALWART_CONTAINER_RANK": str(r)} for r in (0, 1)]
     procs = [subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for e in envs]
-    outs = [p.communicate(timeout=240) for p in procs]
-    assert [p.returncode for p in procs] == [0] * len(procs), [o[0][-2000:] + o[1][-3000:] for o in outs]
+    outs = wait_for_gang(procs, timeout=240)
     return "\n".join(o for o, _ in outs)
 
 
