@@ -15,7 +15,7 @@ DIGITS = REPO / "examples" / "digits"
 
 # dockerd, Podman and a registry, started once per run by the first test that needs them (container_servers.py);
 # a Slurm cluster on this host likewise (slurm_server.py); the Kubernetes API double (k8s_server.py)
-pytest_plugins = ["container_servers", "storage_servers", "slurm_server", "k8s_server"]
+pytest_plugins = ["container_servers", "storage_servers", "slurm_server", "k8s_server", "det_cluster"]
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 import sqlalchemy as sa
-from in_thread import serving
+from in_thread import serving_both
 
 from helpers_auth import as_admin, bearer, log_in
 from stalwart.config.master import parse_master_config
@@ -74,6 +74,7 @@ class World:
     trials: dict[str, int] = field(default_factory=dict)
     context: str = ""
     serial: Iterator[int] = field(default_factory=lambda: iter(range(1, 1_000_000)))
+    det_url: str = ""  # the master's Determined listener (master/determined_api), same server and database
 
     @property
     def master(self) -> Any:
@@ -88,11 +89,18 @@ class World:
             client.headers.update(bearer(token))
         return client
 
-    def fresh_session(self, caller: str) -> httpx.Client:
-        """A client with a new session of `caller` (for the calls that end their session)."""
+    def fresh_session(self, caller: str, base_url: str | None = None) -> httpx.Client:
+        """A client with a new session of `caller` (for the calls that end their session), of `base_url` (default:
+        the master's own listener)."""
         with httpx.Client(base_url=self.url, timeout=30) as plain:
             token = log_in(plain, user_of(caller), PASSWORD)
-        return self.client(token)
+        client = httpx.Client(base_url=base_url or self.url, timeout=30)
+        client.headers.update(bearer(token))
+        return client
+
+    def on_determined(self, client: httpx.Client) -> httpx.Client:
+        """A client of the Determined listener carrying `client`'s credentials."""
+        return httpx.Client(base_url=self.det_url, timeout=30, headers=client.headers)
 
     def new_user(self, name: str, roles: tuple[tuple[str, str], ...]) -> httpx.Client:
         """A new user holding each (role, workspace) of `roles`, and a client logged in as it."""
@@ -251,7 +259,8 @@ def _objects(world: World) -> None:
         cmd_id=str(cmd_id), task_id=f"command-{cmd_id}", username="tess", token_id=str(world.new_token()),
         job_id=next(j["job_id"] for j in jobs if j["type"] == "EXPERIMENT" and j["entity_id"] == exp_id),
         agent_id="a0", pool="default", group_name=world.new_group(), role="Viewer", action="pause",
-        version="0", path="app.css", model_name=world.new_model("W"), version_num="1")
+        version="0", path="app.css", model_name=world.new_model("W"), version_num="1",
+        external_id="conformance-ext")
     world.new_model("W2")
     world.values["shell_id"] = str(world.new_shell())
     world.values["tensorboard_id"] = str(world.new_tensorboard())
@@ -268,11 +277,11 @@ def build(home: pathlib.Path, db_url: str) -> Iterator[World]:
     cluster = parse_master_config({"security": {"authz": {"type": "rbac"}}})
     app = create_app(MasterSettings(db_url=db_url, home=home, cluster=cluster, ui_metrics_index=False,
                                     agent_timeout_s=3600))
-    with serving(app, "conformance-master") as url:
-        yield from _filled(app, home, url)
+    with serving_both(app, "conformance-master") as (url, det_url):
+        yield from _filled(app, home, url, det_url or "")
 
 
-def _filled(app: Any, home: pathlib.Path, url: str) -> Iterator[World]:
+def _filled(app: Any, home: pathlib.Path, url: str, det_url: str) -> Iterator[World]:
     admin = httpx.Client(base_url=url, timeout=30)
     as_admin(admin)
     m = app.state.master
@@ -283,7 +292,8 @@ def _filled(app: Any, home: pathlib.Path, url: str) -> Iterator[World]:
     ctx.mkdir()
     (ctx / "train.py").write_text("print('never runs: the agent is the test')\n")
     world = World(url=url, app=app, admin=admin, callers={}, values={}, workspaces={}, agent_headers=agent_headers,
-                  cluster_token=m.cluster_token, context=base64.b64encode(pack_context(ctx).data).decode())
+                  cluster_token=m.cluster_token, context=base64.b64encode(pack_context(ctx).data).decode(),
+                  det_url=det_url)
     _places(world)
     _people(world)
     _runs(world)

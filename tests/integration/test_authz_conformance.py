@@ -19,10 +19,11 @@ table (docs/users.md) and the roles table (docs/workspaces.md) say.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import authz_world as aw
 import httpx
@@ -31,12 +32,15 @@ import pytest
 from pg_databases import fresh_database
 from stalwart.api import permissions as P
 from stalwart.api.auth_kinds import PATH_VALUES, AuthKind, PathValue, Scope
+from stalwart.api.determined_routes import DET_ROUTES
 from stalwart.api.routes_table import HTML, ROUTES, WEBSOCKET, RouteSpec
 from stalwart.master.identity import authz
 
 pytestmark = pytest.mark.integration
 
 USER_ROUTES = [s for s in ROUTES if s.auth is AuthKind.USER]
+DET_USER_ROUTES = [s for s in DET_ROUTES if s.auth is AuthKind.USER]
+"""The Determined listener's user routes (master/determined_api): the same permissions, checked the same way."""
 QUERIES = {("GET", "/api/v1/ui/events"): {"page": "experiment", "id": "{exp_id}", "interval": "0.2"}}
 """The query of each route of scope `query`, naming W's objects."""
 NOT_A_BODY = b"[]"
@@ -64,6 +68,22 @@ BODIES = {
                                                        "workspaceId": w.workspaces["W"]},
 }
 """The body of each route of scope `body`, naming W's objects (its handler checks them)."""
+_DET_CONFIG = aw.EXPERIMENT.format(name="det-" + aw.SECRET, workspace="team-w", project="proj-" + aw.SECRET)
+DET_BODIES = {
+    ("POST", "/api/v1/experiments"): lambda w: {"config": _DET_CONFIG, "activate": False, "modelDefinition": [
+        {"path": "train.py", "type": 48, "content": base64.b64encode(b"print(1)\n").decode(), "mtime": "0",
+         "mode": 0o644, "uid": 0, "gid": 0}]},
+    ("PUT", "/api/v1/experiments/by-external-id/{external_id:path}"): lambda w: {"config": _DET_CONFIG,
+                                                                                "unmanaged": True},
+    ("POST", "/api/v1/trials"): lambda w: {"experimentId": int(w.values["exp_id"])},
+    ("PUT", "/api/v1/trials"): lambda w: {"createTrialRequest": {"experimentId": int(w.values["exp_id"])},
+                                          "externalTrialId": "conformance"},
+    ("POST", "/api/v1/runs/start"): lambda w: {"runId": int(w.values["trial_id"])},
+    ("POST", "/api/v1/checkpoints"): lambda w: {"uuid": str(uuid.uuid4()), "taskId": f"trial-{w.values['trial_id']}",
+                                                "metadata": {"steps_completed": 1}, "resources": {}},
+    ("POST", "/task-logs"): lambda w: [{"task_id": f"trial-{w.values['trial_id']}", "log": "conformance\n"}],
+}
+"""The same for the Determined listener's routes of scope `body`, in Determined's shapes."""
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -102,13 +122,14 @@ def _changes(spec: RouteSpec) -> bool:
 
 
 def call(world: aw.World, client: httpx.Client, spec: RouteSpec, values: dict[str, str] | None = None,
-         ) -> tuple[int, str]:
-    """Call the route with the world's objects: (status, the answer's text; none of an endless stream's)."""
+         bodies: dict[tuple[str, str], Callable[[aw.World], object]] = BODIES) -> tuple[int, str]:
+    """Call the route with the world's objects (a body of scope `body` from `bodies`): (status, the answer's text;
+    none of an endless stream's)."""
     values = values or world.values
     query = {k: _fill(v, values) for k, v in QUERIES.get(spec.key, {}).items()}
     body = NOT_A_BODY if spec.request is not None else None
     if spec.scope is Scope.BODY:
-        body = json.dumps(BODIES[spec.key](world)).encode()
+        body = json.dumps(bodies[spec.key](world)).encode()
     headers = {"content-type": "application/json"} if body is not None else None
     with client.stream(spec.method, _fill(spec.path, values), params=query, content=body, headers=headers) as reply:
         endless = spec.streaming and reply.status_code == 200 and "follow" not in str(reply.url)
@@ -140,12 +161,13 @@ def test_every_route_of_the_table_is_covered() -> None:
     """A route the suite cannot call fails here: every path value is one the world fills, every route of scope
     `query` has its query, and the master's check knows every object a path or query can name."""
     filled = set(PATH_VALUES)
-    for spec in ROUTES:
+    for spec in (*ROUTES, *DET_ROUTES):
         assert set(spec.path_values) <= filled, f"{spec.method} {spec.path}: the world has no value for it"
         if spec.scope is Scope.QUERY:
             assert spec.key in QUERIES and spec.key in authz.QUERY_OBJECTS, f"{spec.method} {spec.path}"
         if spec.scope is Scope.BODY:
-            assert spec.key in BODIES, f"{spec.method} {spec.path}: the suite has no body naming W's objects for it"
+            bodies = DET_BODIES if spec in DET_ROUTES else BODIES
+            assert spec.key in bodies, f"{spec.method} {spec.path}: the suite has no body naming W's objects for it"
     named = {k for k, v in PATH_VALUES.items() if v in (PathValue.WORKSPACE_OBJECT, PathValue.ACCOUNT_OBJECT)}
     assert named == set(authz.FINDERS)
     assert set(aw.FRESH) <= named | {"group_name"}
@@ -163,21 +185,35 @@ def test_the_master_serves_exactly_the_table(world: aw.World) -> None:
 
 @pytest.mark.parametrize("caller", list(aw.CALLERS))
 def test_each_caller_gets_what_the_permission_table_says(world: aw.World, caller: str) -> None:
-    client = world.callers[caller]
+    wrong = _wrong_answers(world, caller, USER_ROUTES, world.callers[caller], world.url)
+    assert wrong == {}, f"{caller}: {len(wrong)} route(s) answer otherwise than the permission table says: {wrong}"
+
+
+@pytest.mark.parametrize("caller", list(aw.CALLERS))
+def test_each_caller_gets_the_same_on_determineds_listener(world: aw.World, caller: str) -> None:
+    with world.on_determined(world.callers[caller]) as client:
+        wrong = _wrong_answers(world, caller, DET_USER_ROUTES, client, world.det_url, DET_BODIES)
+    assert wrong == {}, f"{caller}: {len(wrong)} Determined route(s) answer otherwise than the table says: {wrong}"
+
+
+def _wrong_answers(world: aw.World, caller: str, specs: list[RouteSpec], client: httpx.Client, base_url: str,
+                   bodies: dict[tuple[str, str], Callable[[aw.World], object]] = BODIES) -> dict[str, str]:
+    """Each route of `specs` called as `caller` through `client` (of `base_url`): what answers otherwise than the
+    permission table says."""
     wrong: dict[str, str] = {}
-    for spec in USER_ROUTES:
+    for spec in specs:
         allowed = expected_allowed(spec, aw.CALLERS[caller])
         if spec.scope is Scope.OWN and _changes(spec):  # signing out: a session of its own, ended by the call
-            with world.fresh_session(caller) as own:
-                status, text = call(world, own, spec)
+            with world.fresh_session(caller, base_url) as own:
+                status, text = call(world, own, spec, bodies=bodies)
         else:
-            status, text = call(world, client, spec, _values_for(world, spec, allowed))
+            status, text = call(world, client, spec, _values_for(world, spec, allowed), bodies)
         problem = _verdict(spec, status, text, allowed)
         if problem is not None:
             wrong[f"{spec.method} {spec.path}"] = problem
         if allowed and _changes(spec):
             world.repair()
-    assert wrong == {}, f"{caller}: {len(wrong)} route(s) answer otherwise than the permission table says: {wrong}"
+    return wrong
 
 
 def _readable_routes() -> list[RouteSpec]:
@@ -201,6 +237,19 @@ def test_a_caller_who_may_not_view_w_reads_nothing_of_it(world: aw.World, caller
         if aw.SECRET in text:
             leaks[f"ui/events page={page}"] = text[:400]
     assert leaks == {}, f"{caller} reads W's objects: {leaks}"
+
+
+@pytest.mark.parametrize("caller", ["no role", "a role elsewhere"])
+def test_nor_through_determineds_listener(world: aw.World, caller: str) -> None:
+    leaks = {}
+    with world.on_determined(world.callers[caller]) as client:
+        for spec in [s for s in DET_USER_ROUTES if s.method == "GET"]:
+            for show_all in ({}, {"archived": "true"}, {"limit": "0"}):  # `det e list --all` sends no `users`
+                with client.stream("GET", _fill(spec.path, world.values), params=show_all) as reply:
+                    text = reply.read().decode(errors="replace")
+                if aw.SECRET in text:
+                    leaks[f"GET {spec.path} {show_all}"] = text[max(0, text.index(aw.SECRET) - 200):][:400]
+    assert leaks == {}, f"{caller} reads W's objects through Determined's listener: {leaks}"
 
 
 def _first_event(client: httpx.Client, page: str) -> str:

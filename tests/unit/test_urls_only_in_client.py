@@ -1,9 +1,10 @@
 """Only `stalwart.client` builds API URLs: no other module of the package holds an API path in a string.
 
-Excluded: client/ (the one place that knows URLs), master/ (the server defines its routes) and
-api/routes_table.py (the routes as data); the UI's static JS is not Python and is not read. A string is an API
-path when it holds "/api/v1", or starts with the first segment of an /api/v1 route ("/experiments",
-f"/trials/{id}/...", "/agents"...). Docstrings are prose and are not read; comments are not strings.
+Excluded: client/ (the one place that knows URLs), master/ (the server defines its routes),
+api/routes_table.py and api/determined_routes/ (the routes as data); the UI's static JS is not Python and is not
+read. A string is an API path when it holds "/api/v1", or starts with the first segment of an /api/v1 route
+("/experiments", f"/trials/{id}/...", "/agents"...). Docstrings are prose and are not read; comments are not
+strings.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pathlib
 from stalwart.api.routes_table import ROUTES
 
 SRC = pathlib.Path(__file__).resolve().parents[2] / "src" / "stalwart"
-EXCLUDED = ("client", "master", "api/routes_table.py")
+EXCLUDED = ("client", "master", "api/routes_table.py", "api/determined_routes")
 PREFIX = "/api/v1/"
 SEGMENTS = sorted({r.path[len(PREFIX):].split("/")[0] for r in ROUTES if r.path.startswith(PREFIX)})
 

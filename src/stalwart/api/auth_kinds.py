@@ -52,6 +52,7 @@ PATH_VALUES: dict[str, PathValue] = {
     "role": PathValue.CLUSTER_OBJECT,
     "action": PathValue.NOT_AN_OBJECT, "version": PathValue.NOT_AN_OBJECT, "path": PathValue.NOT_AN_OBJECT,
     "version_num": PathValue.NOT_AN_OBJECT,  # a model's version: checked on its model (`model_name`)
+    "external_id": PathValue.NOT_AN_OBJECT,  # a detached experiment's external id: checked on its body's project
     "allocation_id": PathValue.ALLOCATION,
 }
 """Every path value any route may have, by name. A route with a path value not listed here cannot be declared

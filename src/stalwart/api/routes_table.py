@@ -439,9 +439,12 @@ ROUTES: tuple[RouteSpec, ...] = (
 BY_KEY: dict[tuple[str, str], RouteSpec] = {r.key: r for r in ROUTES}
 
 
-def lookup(method: str, path: str) -> RouteSpec:
-    """The entry of one route; KeyError names the route when the table lacks it."""
+def lookup(method: str, path: str, table: dict[tuple[str, str], RouteSpec] = BY_KEY) -> RouteSpec:
+    """The entry of one route in `table` (this one by default); KeyError names the route when the table lacks it."""
     try:
-        return BY_KEY[(method.upper(), path)]
+        return table[(method.upper(), path)]
     except KeyError:
         raise KeyError(f"no route table entry for {method.upper()} {path}") from None
+
+
+declare = _r  # how another route table (api/determined_routes/) declares its entries, with this table's checks

@@ -9,6 +9,7 @@ import os
 import pathlib
 import signal
 from types import FrameType
+from typing import Any
 
 import click
 
@@ -82,6 +83,8 @@ def up(port: int | None, slots: int | None, foreground: bool, config_file: str |
     else:
         url = rec["url"]
         output.console.print(f"Master running at {url} (web: {url}/, API docs: {url}/docs/rest-api/)")
+        if rec.get("det_url"):
+            output.console.print(f"Determined's own CLI and SDK: DET_MASTER={rec['det_url']} (docs/determined-cli.md)")
         output.console.print(f"State and logs are in {rec['home']}; stop with `stalwart down`.")
 
 
@@ -162,15 +165,16 @@ def master() -> None:
 @click.option("--url", "advertised_url", default=None, help="Address agents and trials use to reach this master.")
 @click.option("--cluster-token", default=None, envvar="STALWART_CLUSTER_TOKEN", help="Token agents must present.")
 @click.option("--agent-timeout", type=float, default=None, help="Seconds before a silent agent is lost (default 30).")
+@click.option("--determined-port", type=click.IntRange(1, 65535), default=None,
+              help="Also serve Determined's own CLI and SDK on this port (docs/determined-cli.md).")
 def master_run(config_file: str | None, db_url: str | None, host: str | None, port: int | None, home_dir: str | None,
-               advertised_url: str | None, cluster_token: str | None, agent_timeout: float | None) -> None:
+               advertised_url: str | None, cluster_token: str | None, agent_timeout: float | None,
+               determined_port: int | None) -> None:
     """Run a master in the foreground until it is stopped.
 
     It serves the API, the web UI and the scheduler on --host:--port, keeps its state in --db (SQLite under --home
     by default, or PostgreSQL) and writes its cluster token for agents to $STALWART_HOME (or --home). `up` runs
     one in the background with a local agent."""
-    import uvicorn
-
     from stalwart.config.master import MasterConfig, load_master_config
     from stalwart.master.app import create_app
     from stalwart.master.settings import MasterSettings
@@ -186,6 +190,7 @@ def master_run(config_file: str | None, db_url: str | None, host: str | None, po
         advertised_url=advertised_url, cluster_token=cluster_token,
         agent_timeout_s=agent_timeout or cfg.agent_timeout or 30.0, checkpoint_storage=cfg.checkpoint_storage,
         task_container_defaults=cfg.task_container_defaults, cluster=cfg,
+        determined_port=determined_port or cfg.determined_api_port,
     )
     _private_sqlite_file(settings.db_url)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -198,9 +203,28 @@ def master_run(config_file: str | None, db_url: str | None, host: str | None, po
     os.chmod(token_path, 0o600)
     # which cluster this home's master serves: `stalwart up` checks that the master answering is this one
     local_cluster.cluster_id_file(base).write_text(app.state.master.cluster_id)
+    _serve(app, settings)
+
+
+def _serve(app: Any, settings: Any) -> None:
+    """Serve the master's app on its port and, with `determined_port`, Determined's surface on that one too (one
+    server, two sockets: master/determined_api/listener.py). A port that is taken is one line, not a traceback."""
+    import uvicorn
+
+    from stalwart.master.app import with_determined_listener
+    from stalwart.master.determined_api.listener import bind
+
+    det_port = settings.determined_port
+    served = with_determined_listener(app, det_port) if det_port else app
     # WebSockets (the task proxy's: Jupyter kernels, terminals) through the websockets library's sans-I/O protocol:
     # uvicorn's "auto" finds no implementation it can use with websockets 14+
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3, ws="websockets-sansio")
+    config = uvicorn.Config(served, host=settings.host, port=settings.port, log_level="warning",
+                            timeout_graceful_shutdown=3, ws="websockets-sansio")
+    try:
+        sockets = [bind(settings.host, settings.port)] + ([bind(settings.host, det_port)] if det_port else [])
+    except OSError as err:
+        raise click.ClickException(f"{err.strerror}: stop what holds it, or choose another port") from None
+    uvicorn.Server(config).run(sockets=sockets)
 
 
 def _private_sqlite_file(db_url: str) -> None:

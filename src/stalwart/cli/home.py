@@ -24,6 +24,7 @@ class LocalRecord(TypedDict, total=False):
     pool: str
     runtime: str  # the agent's: process, docker or podman (`up --runtime`)
     slurm_prefix: str  # `up --slurm`: no agent; `down` cancels the Slurm jobs whose names start with it
+    det_url: str  # the master's Determined listener: DET_MASTER for Determined's own CLI and SDK
 
 
 class StartedRecord(LocalRecord, total=False):

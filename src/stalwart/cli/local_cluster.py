@@ -33,34 +33,13 @@ from stalwart.cli.kept_settings import (
     read_text,
     refuse_new_config,
 )
+from stalwart.cli.local_ports import pick_port, port_free
 from stalwart.client import Client, credentials
 
 if TYPE_CHECKING:
     from stalwart.config.master import MasterConfig
 
 T = TypeVar("T")
-
-DEFAULT_PORT = 8080
-
-
-def port_free(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-        return True
-
-
-def pick_port(preferred: int = DEFAULT_PORT) -> int:
-    if port_free(preferred):
-        return preferred
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
 
 def master_info(url: str, timeout: float = 2.0) -> MasterInfo | None:
     """What the master at `url` says of itself (its cluster id), or None if none answers (as a master)."""
@@ -241,8 +220,10 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
     if master_pid:
         cluster_id = rec.get("cluster_id")
     else:
-        master, cluster_id = _run_master(base, port, config, foreground, kept_before)
+        det_port = determined_port(config, port)
+        master, cluster_id = _run_master(base, port, config, foreground, kept_before, det_port)
         master_pid = master.pid
+        rec["det_url"] = f"http://127.0.0.1:{det_port}"
     agent = None
     agent_id = socket.gethostname()
     since = time.time() - 1.0  # a registration (or a survivor's re-registration) after this start
@@ -252,6 +233,8 @@ def start(port: int | None = None, slots: int | None = None, foreground: bool = 
     record: homes.StartedRecord = {
         "url": url, "master_pid": master_pid, "agent_pid": agent_pid, "home": str(base), "port": port,
         "cluster_id": cluster_id, "config": config, "slots": slots, "pool": pool, "runtime": runtime}
+    if rec.get("det_url"):
+        record["det_url"] = rec["det_url"]
     _write_record(base, record)  # before waiting: `down` must find what was started, whatever happens next
     wait_for_agent(url, agent_id, agent, since)
     if foreground:
@@ -272,9 +255,11 @@ def start_slurm(port: int | None, foreground: bool, make_config: Callable[[pathl
         return start(port=port, foreground=foreground)
     config = make_config(base)
     port = port or _from_config(config, lambda c: c.port) or _kept_port_if_free(base, None)
-    master, cluster_id = _run_master(base, port, config, foreground, read_text(kept_config(base)))
+    det_port = determined_port(config, port)
+    master, cluster_id = _run_master(base, port, config, foreground, read_text(kept_config(base)), det_port)
     record: homes.StartedRecord = {"url": f"http://127.0.0.1:{port}", "master_pid": master.pid, "home": str(base),
                                    "port": port, "cluster_id": cluster_id, "config": config,
+                                   "det_url": f"http://127.0.0.1:{det_port}",
                                    "slurm_prefix": _from_config(config, lambda c: c.slurm.job_name_prefix) or ""}
     _write_record(base, record)
     log_in_local_admin(record["url"])
@@ -337,11 +322,21 @@ def _kept_port_if_free(base: pathlib.Path, master_pid: int | None) -> int:
     return port
 
 
+def determined_port(config: str | None, port: int) -> int:
+    """The port of the master's Determined listener: the master config's `determined_api.port`, else the one after
+    the master's (8081 beside the default 8080) when it is free, else a free one."""
+    named = _from_config(config, lambda c: c.determined_api_port)
+    if named:
+        return named
+    return pick_port(port + 1 if port < 65535 else port - 1)
+
+
 def _run_master(base: pathlib.Path, port: int, config: str | None, foreground: bool,
-                kept_before: str | None) -> tuple[subprocess.Popen[bytes], str]:
-    """Start this home's master and wait until it answers: the process and its cluster id. A master that does not
-    come up leaves the home's kept config as it was before this start (`kept_before`)."""
-    master = _start_master(base, port, config, foreground)
+                kept_before: str | None, det_port: int) -> tuple[subprocess.Popen[bytes], str]:
+    """Start this home's master (its Determined listener on `det_port`) and wait until it answers: the process and
+    its cluster id. A master that does not come up leaves the home's kept config as it was before this start
+    (`kept_before`)."""
+    master = _start_master(base, port, config, foreground, det_port)
     try:
         return master, wait_for_master(f"http://127.0.0.1:{port}", master, base)
     except StalwartError:
@@ -349,15 +344,17 @@ def _run_master(base: pathlib.Path, port: int, config: str | None, foreground: b
         raise
 
 
-def _start_master(base: pathlib.Path, port: int, config: str | None, foreground: bool) -> subprocess.Popen[bytes]:
-    """Spawn this home's master on `port` (with `config`; its database in the home unless the config names one)."""
+def _start_master(base: pathlib.Path, port: int, config: str | None, foreground: bool,
+                  det_port: int) -> subprocess.Popen[bytes]:
+    """Spawn this home's master on `port` and its Determined listener on `det_port` (with `config`; its database in
+    the home unless the config names one)."""
     url = f"http://127.0.0.1:{port}"
     if not port_free(port):
         other = master_info(url)
         who = f"another Stalwart master (cluster {other.cluster_id})" if other else "another program"
         raise InvalidStateError(f"port {port} is already in use by {who}; choose another port with --port")
     db = f"sqlite:///{base / 'master.db'}"
-    args = ["master", "run", "--port", str(port), "--home", str(base)]
+    args = ["master", "run", "--port", str(port), "--home", str(base), "--determined-port", str(det_port)]
     args += ["--config", config] if config else ["--db", db]
     if config and not _from_config(config, lambda c: c.db_url):
         args += ["--db", db]

@@ -195,6 +195,7 @@ class MasterConfig:
     tensorboard_timeout: float = 300.0  # the same for TensorBoards, as Determined's default
     detached_heartbeat_timeout: float = 300.0  # seconds a detached trial may go without a heartbeat (docs/detached.md)
     proxy_host: str | None = None  # a host name of its own for task traffic (docs/tasks.md); None: the master's
+    determined_api_port: int | None = None  # determined_api.port: Determined's CLI and SDK (docs/determined-cli.md)
     agent_enrollment: str = "loopback"  # agents.enrollment: loopback, open or closed
     limits: LimitsConfig = LimitsConfig()
     security: SecurityConfig = SecurityConfig()
@@ -295,6 +296,7 @@ def parse_master_config(data: Any, source: str = "master config") -> MasterConfi
         tensorboard_timeout=duration_s(cfg.get("tensorboard_timeout", 300)) or 300.0,
         detached_heartbeat_timeout=duration_s(cfg.get("detached_heartbeat_timeout", 300)) or 300.0,
         proxy_host=cfg.get("proxy_host") or None,
+        determined_api_port=(cfg.get("determined_api") or {}).get("port"),
         agent_enrollment=(cfg.get("agents") or {}).get("enrollment") or "loopback",
         limits=LimitsConfig.of(cfg.get("limits")),
         security=SecurityConfig(

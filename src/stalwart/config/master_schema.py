@@ -322,6 +322,8 @@ MASTER_SPEC = {
     # how long a detached script's trial may go without a heartbeat before it is ended in ERROR (docs/detached.md)
     "detached_heartbeat_timeout": Field(duration()),
     "proxy_host": Field(_proxy_host),  # task traffic's own host name (docs/tasks.md, "A host of its own")
+    # a second port of the master for Determined's own CLI and SDK (docs/determined-cli.md)
+    "determined_api": Field(section({"port": Field(integer(1, 65535))})),
     "agents": Field(section(AGENTS_SPEC)),
     "limits": Field(section(LIMITS_SPEC)),
     "security": Field(section(SECURITY_SPEC)),

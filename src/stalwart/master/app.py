@@ -7,10 +7,13 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 import stalwart
 from stalwart.master import errors, log_retention, offload, ui
 from stalwart.master.body_limit import BodyLimit
+from stalwart.master.determined_api.app import create_determined_app
+from stalwart.master.determined_api.listener import ByListener
 from stalwart.master.early_auth import EarlyAuth
 from stalwart.master.experiments import searchers
 from stalwart.master.experiments.intake import MetricsWriter
@@ -62,6 +65,9 @@ def create_app(settings: MasterSettings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         writer = MetricsWriter(m)
         app.state.metrics_writer = writer
+        determined = getattr(app.state, "determined_app", None)
+        if determined is not None:  # its metrics reports are group-committed by the same writer
+            determined.state.metrics_writer = writer
         ui.start(app)
         # webhooks: sends what is due, also after a restart; idle: stops tasks idle past their idle_timeout;
         # log_retention: deletes trial logs past their retention
@@ -100,3 +106,11 @@ def create_app(settings: MasterSettings) -> FastAPI:
     ui.install(app)
     app.openapi = lambda: contract.openapi_document(app)  # type: ignore[method-assign]  # FastAPI's way to extend
     return app
+
+
+def with_determined_listener(app: FastAPI, port: int) -> ASGIApp:
+    """The app to serve when the master also listens for Determined's CLI and SDK on `port` (its own socket, the
+    same server): connections accepted there get Determined's REST surface (master/determined_api)."""
+    determined = create_determined_app(app.state.master)
+    app.state.determined_app = determined  # the lifespan hands it what both share (the metrics writer)
+    return ByListener(app, determined, port)

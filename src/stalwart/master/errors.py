@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
@@ -92,8 +93,9 @@ class UnexpectedErrors:
     An exception after the answer started (a stream failing midway) cannot change the status any more: it is
     logged and the answer is left incomplete, which makes the server close that one connection."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, body_of: Callable[[BaseException], bytes] = internal_error_body) -> None:
         self.app = app
+        self.body_of = body_of  # the 500's body (Determined's listener answers its own shape)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -115,7 +117,7 @@ class UnexpectedErrors:
                 log.exception("internal error in %s after its answer started; the answer is cut short", where)
                 return
             log.exception("internal error in %s", where)
-            body = internal_error_body(err)
+            body = self.body_of(err)
             await send({"type": "http.response.start", "status": 500,
                         "headers": [(b"content-type", b"application/json"),
                                     (b"content-length", str(len(body)).encode())]})

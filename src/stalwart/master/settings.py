@@ -18,6 +18,7 @@ class MasterSettings:
     home: pathlib.Path
     host: str = "127.0.0.1"
     port: int = 8080
+    determined_port: int | None = None  # Determined's CLI and SDK listen here too (master/determined_api); None: off
     advertised_url: str | None = None
     cluster_token: str | None = None
     checkpoint_storage: dict[str, Any] | None = None  # the master config's `checkpoint_storage` section

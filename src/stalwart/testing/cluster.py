@@ -61,12 +61,16 @@ class LocalTestCluster:
 
     def __init__(self, home: pathlib.Path, db_url: str | None = None, *, slots: int = 1, agents: int = 1,
                  agent_timeout: float = 30.0, master_config: str | None = None,
-                 agent_pools: list[str] | None = None, runtime: str = "process", engine_url: str | None = None) -> None:
+                 agent_pools: list[str] | None = None, runtime: str = "process", engine_url: str | None = None,
+                 determined_api: bool = False) -> None:
         self.home = pathlib.Path(home)
         self.home.mkdir(parents=True, exist_ok=True)
         self.db_url = db_url or f"sqlite:///{self.home / 'master.db'}"
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        # Determined's CLI and SDK, on a port of their own (master/determined_api): DET_MASTER for `det`
+        self.det_port = free_port() if determined_api else None
+        self.det_url = f"http://127.0.0.1:{self.det_port}" if self.det_port else None
         self.slots = slots
         self.n_agents = agents
         self.agent_timeout = agent_timeout
@@ -91,6 +95,8 @@ class LocalTestCluster:
     def start_master(self) -> None:
         args = ["master", "run", "--db", self.db_url, "--port", str(self.port), "--home", str(self.home),
                 "--agent-timeout", str(self.agent_timeout)]
+        if self.det_port is not None:
+            args += ["--determined-port", str(self.det_port)]
         if self.master_config is not None:
             (self.home / "master.yaml").write_text(self.master_config)
             args += ["--config", str(self.home / "master.yaml")]

@@ -159,13 +159,14 @@ def answer_model(spec: RouteSpec) -> type[BaseModel] | None:
 
 
 def route(router: APIRouter, method: str, path: str = "", *, parses_body: bool = False,
-          **kw: Any) -> Callable[[F], F]:
-    """Register the decorated handler as `method router.prefix+path`, as its table entry declares it.
+          table: dict[tuple[str, str], RouteSpec] = BY_KEY, **kw: Any) -> Callable[[F], F]:
+    """Register the decorated handler as `method router.prefix+path`, as its entry in `table` (the master's own
+    route table by default; Determined's listener passes its own) declares it.
 
     A handler normally takes its body as the table's request model (FastAPI validates it). A hot path
     whose handler validates the raw body itself, faster, says `parses_body=True`: the request model is
     then only documented, and that handler's validator must accept exactly what the model accepts."""
-    spec = lookup(method, router.prefix + path)
+    spec = lookup(method, router.prefix + path, table)
     extra: dict[str, Any] = {}
     if parses_body:
         if spec.request is None:

@@ -104,7 +104,8 @@ async def metrics(request: Request, trial_id: IdPath, group: GroupQuery = None, 
     ])
 
 
-def _trial_open(m: Master, trial_id: int) -> bool:
+def trial_open(m: Master, trial_id: int) -> bool:
+    """May the trial still log: not ended yet, or a run of it still live (a log follow keeps going while so)."""
     with m.db.begin() as conn:
         row = trial_rows.get(conn, trial_id)
         live = runs.count_live_of_trial(conn, trial_id)
@@ -166,7 +167,7 @@ async def logs(request: Request, trial_id: IdPath, follow: bool = False, after_i
     async def stream() -> AsyncIterator[str]:
         last, left = start, head
         while left is None or left > 0:
-            still_open = follow and _trial_open(m, trial_id)
+            still_open = follow and trial_open(m, trial_id)
             # read and encode in a worker thread, a block at a time: a long log does not hold up the event loop
             block = 5000 if left is None else min(5000, left)
             last, count, text = await run_in_threadpool(_log_block, m, trial_id, last, where, block)
