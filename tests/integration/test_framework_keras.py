@@ -44,6 +44,8 @@ def _completed(c: LocalTestCluster, exp_id: int) -> dict:
 
 
 def _pause_after_first_checkpoint(c: LocalTestCluster, exp_id: int, trial_id: int, total: int) -> int:
+    """Pause once the first checkpoint is in and resume. The configs' batch_sleep leaves the pause 10 s or more to
+    land before the last batch (a run of 5 s finished first on a loaded CI machine)."""
     stopped_at = pause_after_first_checkpoint(c, exp_id, trial_id, pause_timeout=60)
     assert 0 < stopped_at < total
     return stopped_at
@@ -51,7 +53,7 @@ def _pause_after_first_checkpoint(c: LocalTestCluster, exp_id: int, trial_id: in
 
 def test_callback_example_pauses_resumes_from_its_checkpoint_and_completes(keras_cluster):
     c = keras_cluster
-    config = (CALLBACK / "const.yaml").read_text().replace("batch_sleep: 0.0", "batch_sleep: 0.04")
+    config = (CALLBACK / "const.yaml").read_text().replace("batch_sleep: 0.0", "batch_sleep: 0.1")
     exp_id = create(c, config, CALLBACK)
     trial_id = first_trial(c, exp_id)
     _pause_after_first_checkpoint(c, exp_id, trial_id, 128)
@@ -67,7 +69,7 @@ def test_callback_example_pauses_resumes_from_its_checkpoint_and_completes(keras
 
 def test_tf_keras_trial_example_pauses_resumes_from_its_checkpoint_and_completes(keras_cluster):
     c = keras_cluster
-    config = (TRIAL / "const.yaml").read_text().replace("batch_sleep: 0.0", "batch_sleep: 0.08").replace(
+    config = (TRIAL / "const.yaml").read_text().replace("batch_sleep: 0.0", "batch_sleep: 0.25").replace(
         "min_checkpoint_period:\n  batches: 32", "min_checkpoint_period:\n  batches: 16")
     exp_id = create(c, config, TRIAL)
     trial_id = first_trial(c, exp_id)

@@ -28,8 +28,9 @@ from determined.experimental import client
 
 master, config, model_dir, out = sys.argv[1:]
 client.login(master=master, user="admin", password="")
-exp = client.create_experiment(config=config, model_dir=model_dir)
-print("CREATED", exp.id, flush=True)
+created = client.create_experiment(config=config, model_dir=model_dir)
+print("CREATED", created.id, flush=True)
+exp = client.get_experiment(created.id)
 print("STATE", exp.wait(interval=1).name)
 print("TRIALS", [t.id for t in exp.list_trials()])
 best = exp.top_checkpoint()

@@ -69,12 +69,13 @@ def _start(tmp_path: pathlib.Path, tail: str, fence: bool = False) -> tuple[Proc
     return launcher, run, scratch
 
 
-def _ready(run: object) -> None:
+def _ready(run: object, word: bytes = b"ready") -> None:
+    """Wait until the entrypoint prints `word` (ESCAPES prints "ready" once its escapees run)."""
     lines = run.output("stdout")  # type: ignore[attr-defined]
     for chunk in lines:
-        if b"ready" in chunk:
+        if word in chunk:
             return
-    raise AssertionError("the entrypoint never got ready")
+    raise AssertionError(f"the entrypoint never printed {word!r}")
 
 
 def test_a_killed_run_takes_what_left_its_process_group_with_it(tmp_path):
@@ -94,9 +95,10 @@ def test_a_run_that_ends_by_itself_leaves_nothing_behind_and_keeps_its_status(tm
 def test_a_death_by_signal_is_reported_as_that_signal_and_signals_reach_the_entrypoint(tmp_path):
     tail = ("import signal, time\n"
             "signal.signal(signal.SIGUSR1, lambda *a: open(scratch + '/usr1', 'w').close())\n"
+            "print('armed', flush=True)\n"
             "while True:\n    time.sleep(0.05)\n")
     _launcher, run, scratch = _start(tmp_path, tail)
-    _ready(run)
+    _ready(run, b"armed")  # its handler is in place: a SIGUSR1 before it would have ended the process
     run.signal(signal.SIGUSR1)
     deadline = time.monotonic() + 10
     while not (scratch / "usr1").exists():
