@@ -226,8 +226,9 @@ async def report_metrics(request: Request, trial_id: IdPath, payload: ReportTria
 
 
 @route(router, "POST", "/api/v1/checkpoints", table=DET_BY_KEY)
-def report_checkpoint(request: Request, payload: ReportCheckpointRequest) -> Empty:
-    """A checkpoint the script has stored, recorded for the trial its taskId names."""
+async def report_checkpoint(request: Request, payload: ReportCheckpointRequest) -> Empty:
+    """A checkpoint the script has stored, recorded for the trial its taskId names (on the loop, as Stalwart's own
+    checkpoint report is: the state it changes stays serialized)."""
     m = master(request)
     trial_id = dv.trial_of_task(payload.taskId, "taskId")
     _require_edit_trial(m, request, trial_id)
