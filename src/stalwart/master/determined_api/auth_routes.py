@@ -19,6 +19,7 @@ from stalwart.master.identity import accounts, audit, login_guard, sessions
 from stalwart.master.queries.rows import Row
 from stalwart.master.routes.common import identity, master
 from stalwart.master.routes.contract import route
+from stalwart.master.routes.users import agent_user_view
 
 router = APIRouter()
 DETERMINED_VERSION = "0.38.1"
@@ -27,11 +28,9 @@ version and, being equal, says nothing; it must be a PEP 440 version or every co
 
 
 def user_of(row: Row) -> User:
-    group = None
-    if row["agent_uid"] is not None and row["agent_gid"] is not None:
-        group = AgentUserGroup(agentUid=row["agent_uid"], agentGid=row["agent_gid"],
-                               agentUser=row["agent_user"] or str(row["agent_uid"]),
-                               agentGroup=row["agent_group"] or str(row["agent_gid"]))
+    """A user as Determined's message; its OS user as Stalwart's own user answer shows it."""
+    link = agent_user_view(row)
+    group = AgentUserGroup(**link.model_dump()) if link is not None else None
     return User(id=row["id"], username=row["username"], displayName=row["display_name"] or "",
                 admin=bool(row["admin"]), active=bool(row["active"]), remote=bool(row["remote"]),
                 agentUserGroup=group, modifiedAt=rfc3339(row["modified_at"]), lastAuthAt=rfc3339(row["last_auth_at"]))
