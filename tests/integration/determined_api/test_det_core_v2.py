@@ -156,3 +156,21 @@ def test_a_user_who_may_not_edit_the_experiment_can_neither_join_nor_report_to_i
     assert answer.json()["error"]["reason"] == "PermissionDenied"
     described, _ = _describe(det_master, exp_id)
     assert 9 not in _steps(described, "training")
+
+
+def test_bad_detached_calls_get_a_4xx_in_determineds_shape_never_a_5xx(det_master):
+    headers = {"Authorization": f"Bearer {det_master.admin_token}"}
+    calls = [
+        ("POST", "/api/v1/trials", {"hparams": {}}, 400, "experimentId"),
+        ("PUT", "/api/v1/trials", {"createTrialRequest": {"experimentId": 1}}, 400, "externalTrialId"),
+        ("POST", "/api/v1/checkpoints", {"uuid": str(uuid.uuid4()), "taskId": "not-a-trial", "metadata": {},
+                                         "resources": {}}, 400, "taskId"),
+        ("PATCH", "/api/v1/trials/987654", {"state": "STATE_PAUSED"}, 400, "state"),
+        ("POST", "/api/v1/trials/987654/metrics", "[1, 2]", 400, ""),
+    ]
+    for method, path, body, status, names in calls:
+        content = body if isinstance(body, str) else json.dumps(body)
+        answer = httpx.request(method, det_master.det_url + path, headers=headers, content=content, timeout=60)
+        assert answer.status_code == status, (method, path, answer.status_code, answer.text)
+        error = answer.json()["error"]
+        assert error["reason"] == "InvalidArgument" and names in error["error"], (method, path, error)
